@@ -1,0 +1,21 @@
+import { PrismaPg } from "@prisma/adapter-pg";
+import { PrismaClient } from "./generated/client";
+import { databaseUrl } from "./config";
+
+export { Prisma } from "./generated/client";
+export type * from "./generated/client";
+
+const globalForPrisma = globalThis as unknown as { prisma?: PrismaClient };
+
+/** The app's one Prisma client, created on first use (so `next build` never needs a database). */
+export function db(): PrismaClient {
+  globalForPrisma.prisma ??= new PrismaClient({
+    adapter: new PrismaPg({ connectionString: databaseUrl(), max: Number(process.env.DATABASE_POOL_SIZE ?? 10) }),
+  });
+  return globalForPrisma.prisma;
+}
+
+export async function disconnectDb(): Promise<void> {
+  await globalForPrisma.prisma?.$disconnect();
+  globalForPrisma.prisma = undefined;
+}

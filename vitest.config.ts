@@ -1,0 +1,13 @@
+import { defineConfig } from "vitest/config";
+import path from "node:path";
+
+export default defineConfig({
+  resolve: { alias: { "@": path.resolve(".") } },
+  test: {
+    include: ["tests/**/*.test.ts", "lib/**/*.test.ts"],
+    globalSetup: ["tests/global-setup.ts"],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    pool: "forks",
+  },
+});
