@@ -1,0 +1,39 @@
+/**
+ * The one error type of the app. `code` is stable and machine-readable (the contract's codes for
+ * the API; the operator CLI uses the same type with its own codes). Messages are written for the
+ * person reading them and never carry secrets, SQL or stack traces.
+ */
+export type ErrorCode =
+  // HTTP API codes (../shared/CONTRACT.md)
+  | "invalid_request"
+  | "missing_api_key"
+  | "invalid_api_key"
+  | "expired_api_key"
+  | "revoked_api_key"
+  | "insufficient_permission"
+  | "social_access_disabled"
+  | "order_not_found"
+  | "file_not_found"
+  | "platform_not_supported"
+  | "profile_not_found"
+  | "order_not_delivered"
+  | "rate_limited"
+  | "social_allowance_exhausted"
+  | "social_unavailable"
+  | "service_unavailable"
+  // Operator codes
+  | "buyer_not_found"
+  | "key_not_found"
+  | "invalid_argument"
+  | "source_file_unreadable"
+  | "duplicate_file_name";
+
+export class AppError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = "AppError";
+  }
+}

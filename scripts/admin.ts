@@ -1,0 +1,264 @@
+import { createReadStream, promises as fs } from "node:fs";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { z } from "zod";
+import { createBuyer, findBuyerByEmail } from "../lib/buyers";
+import { disconnectDb } from "../lib/db/client";
+import { prepareDatabase } from "../lib/db/runtime";
+import { AppError } from "../lib/errors";
+import { apiKeyExpiryDaysSchema, apiKeyPermissionSchema, createApiKey, revokeApiKey } from "../lib/keys";
+import { addOrderFile, createOrder, orderStatusSchema, setOrderStatus } from "../lib/orders";
+import {
+  disableSocialAccess,
+  enableSocialAccess,
+  importSocialProfiles,
+  setPlatformAvailability,
+} from "../lib/social/admin";
+import { socialPlatformSchema } from "../lib/social/platforms";
+import { runMain } from "./run-main";
+
+/**
+ * The operator CLI: `npm run admin -- <command> [--options] [--json]`.
+ * Success prints a summary (or, with --json, one JSON object) on stdout and exits 0; any error
+ * prints a clear message on stderr (and, with --json, `{"error": {...}}` on stdout) and exits 1.
+ */
+
+type Output = { json: Record<string, unknown>; text: string };
+type Command = { usage: string; options: z.ZodObject; run: (options: never) => Promise<Output> };
+
+const text = z.string().trim().min(1);
+const wholeNumber = z.coerce.number().int();
+const bool = z.enum(["true", "false"]).transform((value) => value === "true");
+
+const commands: Record<string, Command> = {
+  "buyer:create": command("--email E", z.object({ email: text }), async ({ email }) => {
+    const buyer = await createBuyer(email);
+    return {
+      json: { id: buyer.id, email: buyer.email, created: buyer.created },
+      text: `${buyer.created ? "Created" : "Already existed:"} buyer ${buyer.id} <${buyer.email}>`,
+    };
+  }),
+
+  "order:create": command(
+    "--email E --name N [--status unfinished|delivered|refunded]",
+    z.object({ email: text, name: text, status: orderStatusSchema.optional() }),
+    async ({ email, name, status }) => {
+      const buyer = await findBuyerByEmail(email);
+      const order = await createOrder({ buyerId: buyer.id, name, status });
+      return {
+        json: { id: order.id, status: order.status },
+        text: `Created order ${order.id} (${order.status}) for ${buyer.email}`,
+      };
+    },
+  ),
+
+  "order:add-file": command(
+    "--order ID --path FILE [--name NAME] [--content-type T]",
+    z.object({ order: text, path: text, name: text.optional(), "content-type": text.optional() }),
+    async (options) => {
+      await assertReadableFile(options.path);
+      const file = await addOrderFile({
+        orderId: options.order,
+        source: createReadStream(options.path),
+        name: options.name ?? path.basename(options.path),
+        contentType: options["content-type"],
+      });
+      return {
+        json: { id: file.id, name: file.name, size: file.size, sha256: file.sha256, content_type: file.contentType },
+        text: `Added file ${file.id} "${file.name}" (${file.size} bytes, ${file.contentType}, sha256 ${file.sha256})`,
+      };
+    },
+  ),
+
+  "order:set-status": command(
+    "--order ID --status delivered|refunded|unfinished",
+    z.object({ order: text, status: orderStatusSchema }),
+    async ({ order, status }) => {
+      const updated = await setOrderStatus(order, status);
+      return {
+        json: { id: updated.id, status: updated.status, delivered_at: updated.deliveredAt?.toISOString() ?? null },
+        text: `Order ${updated.id} is now ${updated.status}`,
+      };
+    },
+  ),
+
+  "key:create": command(
+    "--email E --name N --permission datasets:read|scrape:read --expires-days 30|90|365",
+    z.object({
+      email: text,
+      name: text,
+      permission: apiKeyPermissionSchema,
+      "expires-days": z.coerce.number().pipe(apiKeyExpiryDaysSchema),
+    }),
+    async (options) => {
+      const buyer = await findBuyerByEmail(options.email);
+      const key = await createApiKey({
+        buyerId: buyer.id,
+        name: options.name,
+        permission: options.permission,
+        expiresInDays: options["expires-days"],
+      });
+      return {
+        json: {
+          id: key.id,
+          secret: key.secret,
+          name: key.name,
+          permission: key.permission,
+          expires_at: key.expiresAt.toISOString(),
+        },
+        text: `Created key ${key.id} (${key.permission}, expires ${key.expiresAt.toISOString()})\nSecret (shown only now): ${key.secret}`,
+      };
+    },
+  ),
+
+  "key:revoke": command("--id ID", z.object({ id: text }), async ({ id }) => {
+    const revoked = await revokeApiKey(id);
+    return {
+      json: { id, revoked_at: revoked.revokedAt.toISOString() },
+      text: `Key ${id} revoked at ${revoked.revokedAt.toISOString()}`,
+    };
+  }),
+
+  "social:enable": command(
+    "--email E --allowance N --rate-per-minute M",
+    z.object({ email: text, allowance: wholeNumber, "rate-per-minute": wholeNumber }),
+    async (options) => {
+      const buyer = await findBuyerByEmail(options.email);
+      const access = await enableSocialAccess(buyer.id, options.allowance, options["rate-per-minute"]);
+      return {
+        json: {
+          buyer_id: buyer.id,
+          enabled: true,
+          allowance: access.monthlyAllowance,
+          rate_per_minute: access.ratePerMinute,
+        },
+        text: `Social API enabled for ${buyer.email}: ${access.monthlyAllowance} reads/month, ${access.ratePerMinute}/minute`,
+      };
+    },
+  ),
+
+  "social:disable": command("--email E", z.object({ email: text }), async ({ email }) => {
+    const buyer = await findBuyerByEmail(email);
+    await disableSocialAccess(buyer.id);
+    return { json: { buyer_id: buyer.id, enabled: false }, text: `Social API disabled for ${buyer.email}` };
+  }),
+
+  "social:import": command("--path FILE.ndjson", z.object({ path: text }), async (options) => {
+    await assertReadableFile(options.path);
+    const report = await importSocialProfiles(options.path);
+    const rejectedLines = report.rejected.map(({ line, reason }) => `  line ${line}: ${reason}`).join("\n");
+    const output = {
+      json: { imported: report.imported, rejected: report.rejected.length, errors: report.rejected },
+      text: `Imported ${report.imported} profiles; rejected ${report.rejected.length} lines${rejectedLines ? `:\n${rejectedLines}` : ""}`,
+    };
+    if (report.rejected.length > 0) throw new PartialFailure(output);
+    return output;
+  }),
+
+  "social:platform": command(
+    "--platform P --available true|false [--retry-after SECONDS]",
+    z.object({
+      platform: socialPlatformSchema,
+      available: bool,
+      "retry-after": wholeNumber.min(1).max(86400).optional(),
+    }),
+    async (options) => {
+      const status = await setPlatformAvailability(options.platform, options.available, options["retry-after"]);
+      return {
+        json: { platform: status.platform, available: status.available, retry_after: status.retryAfterSeconds },
+        text: `${status.platform} is now ${status.available ? "available" : "unavailable"}`,
+      };
+    },
+  ),
+};
+
+function command<S extends z.ZodObject>(
+  usage: string,
+  options: S,
+  run: (options: z.infer<S>) => Promise<Output>,
+): Command {
+  return { usage, options, run: run as (options: never) => Promise<Output> };
+}
+
+/** Some work succeeded, some input was refused: report both and exit non-zero. */
+class PartialFailure extends Error {
+  constructor(readonly output: Output) {
+    super("some input was refused");
+  }
+}
+
+async function assertReadableFile(filePath: string): Promise<void> {
+  const stat = await fs.stat(filePath).catch(() => null);
+  if (!stat) throw new AppError("source_file_unreadable", `No file at ${filePath}.`);
+  if (!stat.isFile()) throw new AppError("source_file_unreadable", `${filePath} is not a regular file.`);
+  await fs.access(filePath, fs.constants.R_OK).catch(() => {
+    throw new AppError("source_file_unreadable", `${filePath} cannot be read (permissions).`);
+  });
+}
+
+function usage(): string {
+  const lines = Object.entries(commands).map(([name, { usage }]) => `  ${name} ${usage}`);
+  return `Usage: npm run admin -- <command> [options] [--json]\n\nCommands:\n${lines.join("\n")}`;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  const json = rest.includes("--json");
+  const fail = (code: string, message: string) => {
+    if (json) console.log(JSON.stringify({ error: { code, message } }));
+    console.error(`error: ${message}`);
+    return 1;
+  };
+  if (!name || name === "help" || name === "--help") {
+    console.error(usage());
+    return name ? 0 : 1;
+  }
+  const definition = commands[name];
+  if (!definition) return fail("unknown_command", `Unknown command "${name}".\n${usage()}`);
+
+  let raw: Record<string, unknown>;
+  try {
+    const optionNames = Object.keys(definition.options.shape);
+    raw = parseArgs({
+      args: rest,
+      options: Object.fromEntries([
+        ...optionNames.map((option) => [option, { type: "string" }]),
+        ["json", { type: "boolean" }],
+      ]),
+      strict: true,
+      allowPositionals: false,
+    }).values;
+  } catch (error) {
+    return fail("invalid_argument", `${(error as Error).message}\nUsage: npm run admin -- ${name} ${definition.usage}`);
+  }
+  delete raw.json;
+  const parsed = definition.options.safeParse(raw);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => {
+      const option = `--${issue.path.join(".")}`;
+      return raw[String(issue.path[0])] === undefined ? `${option} is required` : `${option}: ${issue.message}`;
+    });
+    return fail("invalid_argument", `${problems.join("; ")}.\nUsage: npm run admin -- ${name} ${definition.usage}`);
+  }
+
+  let database: Awaited<ReturnType<typeof prepareDatabase>> | undefined;
+  try {
+    database = await prepareDatabase();
+    const output = await definition.run(parsed.data as never);
+    console.log(json ? JSON.stringify(output.json) : output.text);
+    return 0;
+  } catch (error) {
+    if (error instanceof PartialFailure) {
+      console.log(json ? JSON.stringify(error.output.json) : error.output.text);
+      console.error(`error: ${error.message}`);
+      return 1;
+    }
+    if (error instanceof AppError) return fail(error.code, error.message);
+    return fail("internal_error", `Unexpected failure: ${(error as Error).message}`);
+  } finally {
+    await disconnectDb();
+    await database?.stop();
+  }
+}
+
+await runMain(() => main(process.argv.slice(2)));

@@ -1,0 +1,47 @@
+import { spawn } from "node:child_process";
+import { createRequire } from "node:module";
+import { disconnectDb } from "../lib/db/client";
+import { prepareDatabase } from "../lib/db/runtime";
+import { seedDemo } from "./seed-demo";
+
+/**
+ * `npm run dev` / `npm start`: prepares the database, then runs `next dev` / `next start`.
+ * Without DATABASE_URL it starts the embedded PostgreSQL (loading the demo data the first time)
+ * and stops it when Next.js exits. With DATABASE_URL it applies pending migrations first, under
+ * an advisory lock, so several instances may start at once (MIGRATE_ON_START=false skips this).
+ */
+const mode = process.argv[2];
+if (mode !== "dev" && mode !== "start") {
+  console.error("Usage: tsx scripts/serve.ts dev|start [next options]");
+  process.exit(1);
+}
+const log = (message: string) => console.log(`[dataset-access] ${message}`);
+
+const usesEmbedded = !process.env.DATABASE_URL;
+let database: Awaited<ReturnType<typeof prepareDatabase>>;
+try {
+  database = await prepareDatabase({ migrateConfigured: process.env.MIGRATE_ON_START !== "false", log });
+  if (database.embeddedCreated) await seedDemo(log);
+  await disconnectDb();
+} catch (error) {
+  console.error(`[dataset-access] error: ${(error as Error).message}`);
+  process.exit(1);
+}
+log(
+  usesEmbedded
+    ? `Using the embedded PostgreSQL on port ${new URL(database.url).port}.`
+    : "Using the database at DATABASE_URL.",
+);
+
+const nextBin = createRequire(import.meta.url).resolve("next/dist/bin/next");
+// A product server should not phone home; set NEXT_TELEMETRY_DISABLED=0 to allow Next.js telemetry.
+const env = { NEXT_TELEMETRY_DISABLED: "1", ...process.env };
+const next = spawn(process.execPath, [nextBin, mode, ...process.argv.slice(3)], { stdio: "inherit", env });
+
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => next.kill(signal));
+}
+next.on("exit", async (code, signal) => {
+  await database.stop();
+  process.exit(code ?? (signal === "SIGINT" || signal === "SIGTERM" ? 0 : 1));
+});
