@@ -1,6 +1,5 @@
 import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient } from "./generated/client";
-import { databaseUrl } from "./config";
 
 export { Prisma } from "./generated/client";
 export type * from "./generated/client";
@@ -18,4 +17,15 @@ export function db(): PrismaClient {
 export async function disconnectDb(): Promise<void> {
   await globalForPrisma.prisma?.$disconnect();
   globalForPrisma.prisma = undefined;
+}
+
+/** The URL the app connects to. The launcher sets it for the embedded default. */
+function databaseUrl(): string {
+  const url = process.env.DATABASE_URL;
+  if (!url) {
+    throw new Error(
+      "DATABASE_URL is not set. Start the app with `npm run dev` or `npm start`, which provide an embedded PostgreSQL, or set DATABASE_URL.",
+    );
+  }
+  return url;
 }

@@ -19,6 +19,8 @@ let storage: FileStorage | undefined;
 
 /** The configured storage: a local directory (`STORAGE_DIR`, default `.data/files`). */
 export function fileStorage(): FileStorage {
-  storage ??= new LocalDirectoryStorage(path.resolve(process.env.STORAGE_DIR ?? path.join(DATA_DIR, "files")));
+  storage ??= new LocalDirectoryStorage(
+    path.resolve(/* turbopackIgnore: true */ process.env.STORAGE_DIR ?? path.join(DATA_DIR, "files")),
+  );
   return storage;
 }
