@@ -8,8 +8,10 @@ import { migrate, MigrationError, readMigrations } from "../../lib/db/migrate";
 import { createEmptyDatabase, type TestDatabase } from "../helpers/database";
 
 const databases: TestDatabase[] = [];
+const tempDirs: string[] = [];
 afterEach(async () => {
   await Promise.all(databases.splice(0).map((database) => database.drop()));
+  await Promise.all(tempDirs.splice(0).map((dir) => fs.rm(dir, { recursive: true, force: true })));
 });
 
 async function emptyDatabase(): Promise<TestDatabase> {
@@ -31,6 +33,7 @@ async function query<T extends pg.QueryResultRow>(url: string, sql: string): Pro
 /** A migrations directory of its own, for histories the project does not have. */
 async function migrationsDir(scripts: Record<string, string>): Promise<string> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "migrations-"));
+  tempDirs.push(dir);
   for (const [name, sql] of Object.entries(scripts)) {
     await fs.mkdir(path.join(dir, name));
     await fs.writeFile(path.join(dir, name, "migration.sql"), sql);
