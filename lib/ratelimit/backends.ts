@@ -1,0 +1,79 @@
+import type { Ratelimit } from "@upstash/ratelimit";
+import { Redis as UpstashRedis } from "@upstash/redis";
+import IORedis from "ioredis";
+import RedisMock from "ioredis-mock";
+import { upstashScriptAdapter, type LuaClient, type UpstashScripts } from "./script-adapter";
+
+export type Env = Record<string, string | undefined>;
+
+/** The library's `redis` option type: it asks for `evalsha`, `get` and `set` of @upstash/redis. */
+export type RatelimitRedis = ConstructorParameters<typeof Ratelimit>[0]["redis"];
+
+/** A shared store. `connect` runs on a limiter's first check, so importing a route opens no connection (e.g. at build). */
+export type RemoteBackend = { kind: "upstash" | "redis"; label: string; connect: () => RatelimitRedis };
+
+/** Upstash when both of its variables are set, else a plain Redis when REDIS_URL is set, else none (in-process). */
+export function remoteBackend(env: Env): RemoteBackend | undefined {
+  const { UPSTASH_REDIS_REST_URL: url, UPSTASH_REDIS_REST_TOKEN: token, REDIS_URL: redisUrl } = env;
+  if (url && token) return { kind: "upstash", label: "Upstash Redis", connect: () => new UpstashRedis({ url, token }) };
+  if (redisUrl) return { kind: "redis", label: "Redis", connect: () => plainRedis(redisUrl) };
+  return undefined;
+}
+
+// The library's type demands `get`/`set` (used only by dynamic limits, which we leave off) and omits `eval`
+// (which it does call after NOSCRIPT); the adapter provides exactly what the sliding window runs.
+const asRatelimitRedis = (scripts: UpstashScripts) => scripts as unknown as RatelimitRedis;
+
+function plainRedis(url: string): RatelimitRedis {
+  const client = new IORedis(url, {
+    connectTimeout: 1000,
+    // Fail fast instead of queueing while disconnected: the limiter then answers from its in-process fallback.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    // A Redis that accepted the connection but stopped answering must not pile up commands.
+    commandTimeout: 1000,
+  });
+  // Failures reach the limiter as rejected commands and it logs them (throttled); without a listener ioredis would
+  // print every reconnection error.
+  client.on("error", () => {});
+  // With the offline queue off, commands sent during the very first connect would fail, so they wait for its outcome.
+  const firstAttempt = new Promise<void>((resolve) => {
+    client.once("ready", resolve);
+    client.once("close", resolve);
+  });
+  return asRatelimitRedis(upstashScriptAdapter(client, firstAttempt));
+}
+
+// One in-process store per process (ioredis-mock shares data between instances with the same host and port anyway).
+let memory: RatelimitRedis | undefined;
+
+/** The in-process store: ioredis-mock runs the library's Lua scripts in fengari, behind the same adapter as Redis. */
+export function memoryRedis(): RatelimitRedis {
+  memory ??= asRatelimitRedis(upstashScriptAdapter(sweptMemoryClient()));
+  return memory;
+}
+
+const SWEEP_INTERVAL_MS = 60_000;
+
+// ioredis-mock only drops an expired key when that key is read again, and the sliding window never reads a bucket
+// older than the previous one: without this sweep every identifier would leave one key behind per window, forever.
+function sweptMemoryClient(): LuaClient {
+  const mock = new RedisMock();
+  const touched = new Set<string>();
+  setInterval(async () => {
+    for (const key of touched) if ((await mock.exists(key)) === 0) touched.delete(key);
+  }, SWEEP_INTERVAL_MS).unref();
+  const track = (numKeys: number, keysAndArgs: (string | number)[]) => {
+    for (const key of keysAndArgs.slice(0, numKeys)) touched.add(String(key));
+  };
+  return {
+    evalsha(sha, numKeys, ...keysAndArgs) {
+      track(numKeys, keysAndArgs);
+      return mock.evalsha(sha, numKeys, ...keysAndArgs);
+    },
+    eval(script, numKeys, ...keysAndArgs) {
+      track(numKeys, keysAndArgs);
+      return mock.eval(script, numKeys, ...keysAndArgs);
+    },
+  };
+}

@@ -1,0 +1,120 @@
+/**
+ * Rate limiting with @upstash/ratelimit's sliding window (../shared/CONTRACT.md: 60 requests per minute per buyer
+ * account). The store comes from the environment: Upstash REST when UPSTASH_REDIS_REST_URL and
+ * UPSTASH_REDIS_REST_TOKEN are set, else a plain Redis when REDIS_URL is set (ioredis behind a small adapter), else
+ * an in-process store for a single instance (ioredis-mock behind the same adapter). All three run the library's own
+ * Lua scripts, so they count alike. Create a limiter once per process, not per request: each opens its connection.
+ *
+ * When the shared store is unreachable (decision): a request must never hang or fail because of the limiter. Each
+ * check gets REMOTE_DEADLINE_MS; on an error or timeout it is answered by an in-process limiter with the same limit,
+ * so the limit is still enforced, per instance instead of shared. A warning is logged at most once per
+ * WARNING_INTERVAL_MS. The shared store is tried again on the next check and used as soon as it answers; while it is
+ * failing only one check at a time waits for it, the others go straight to the fallback. Counts made during the
+ * outage are not carried over, and a check that timed out may still have counted in the store.
+ * (The library's own `timeout` option would let such requests through unlimited, so it is off.)
+ */
+import { Ratelimit } from "@upstash/ratelimit";
+import { memoryRedis, remoteBackend, type Env, type RatelimitRedis } from "./backends";
+
+export { rateLimitHeaders } from "./headers";
+
+export type RateLimitDecision = {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** ms since the epoch when the window frees capacity */
+  resetAt: number;
+  /** whole seconds, >= 1 when not allowed, 0 when allowed */
+  retryAfterSeconds: number;
+};
+
+export type RateLimiter = { check(identifier: string): Promise<RateLimitDecision> };
+
+export type RateLimitOptions = { prefix: string; limit: number; windowSeconds: number };
+
+const REMOTE_DEADLINE_MS = 1000;
+const WARNING_INTERVAL_MS = 30_000;
+
+/** `env` defaults to process.env; tests pass their own to pick a backend. */
+export function createRateLimiter(options: RateLimitOptions, { env = process.env }: { env?: Env } = {}): RateLimiter {
+  for (const field of ["limit", "windowSeconds"] as const) {
+    if (!Number.isInteger(options[field]) || options[field] < 1) {
+      throw new RangeError(`Rate limit ${field} must be a positive integer, got ${options[field]}`);
+    }
+  }
+  const local = slidingWindow(memoryRedis(), options);
+  const backend = remoteBackend(env);
+  if (!backend) return { check: async (identifier) => toDecision(await local.limit(identifier)) };
+
+  const { label, connect } = backend;
+  let remote: Ratelimit | undefined;
+  let failing = false;
+  let probing = false;
+  let lastWarningAt = -Infinity;
+
+  async function remoteDecision(identifier: string): Promise<RateLimitDecision | undefined> {
+    try {
+      remote ??= slidingWindow(connect(), options);
+      const result = await withDeadline(remote.limit(identifier), REMOTE_DEADLINE_MS);
+      if (failing) console.info(`Rate limiter: ${label} answers again; limits are shared again.`);
+      failing = false;
+      return toDecision(result);
+    } catch (error) {
+      failing = true;
+      if (Date.now() - lastWarningAt >= WARNING_INTERVAL_MS) {
+        lastWarningAt = Date.now();
+        console.warn(
+          `Rate limiter: ${label} unavailable (${(error as Error).message}); limiting per instance until it answers.`,
+        );
+      }
+      return undefined;
+    }
+  }
+
+  return {
+    async check(identifier) {
+      // While the store is failing, one check at a time probes it and the others answer at once from the fallback.
+      if (!failing || !probing) {
+        const probe = failing;
+        probing ||= probe;
+        try {
+          const decision = await remoteDecision(identifier);
+          if (decision) return decision;
+        } finally {
+          if (probe) probing = false;
+        }
+      }
+      return toDecision(await local.limit(identifier));
+    },
+  };
+}
+
+function slidingWindow(redis: RatelimitRedis, { prefix, limit, windowSeconds }: RateLimitOptions): Ratelimit {
+  return new Ratelimit({
+    redis,
+    prefix,
+    limiter: Ratelimit.slidingWindow(limit, `${windowSeconds} s`),
+    // Our deadline and fallback replace it (see the top of this file).
+    timeout: 0,
+    // The cache would refuse a blocked identifier until the end of the fixed bucket, stricter than the sliding window.
+    ephemeralCache: false,
+  });
+}
+
+function toDecision(result: { success: boolean; limit: number; remaining: number; reset: number }): RateLimitDecision {
+  return {
+    allowed: result.success,
+    limit: result.limit,
+    remaining: result.remaining,
+    resetAt: result.reset,
+    retryAfterSeconds: result.success ? 0 : Math.max(1, Math.ceil((result.reset - Date.now()) / 1000)),
+  };
+}
+
+function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}
