@@ -1,0 +1,133 @@
+import { Readable } from "node:stream";
+import { problemResponse } from "../api/problem";
+import { requestIdFrom } from "../api/request-id";
+import { db } from "../db/client";
+import { AppError } from "../errors";
+import { fileStorage } from "../storage";
+import { contentDisposition, ifRangeAllows, notModified, parseRange, type RangeResult } from "./http";
+import { DOWNLOAD_LINK_TTL_SECONDS, signDownloadToken, verifyDownloadToken } from "./token";
+
+export { DOWNLOAD_LINK_TTL_SECONDS, signDownloadToken, verifyDownloadToken } from "./token";
+
+/**
+ * Where signed links are served: a Pages Router API route (pages/api/dl/[token].ts), because
+ * App Router responses lose their Content-Length in Next.js 16 (send-response.js drops it).
+ */
+export const DOWNLOAD_PATH = "/api/dl";
+
+/** A signed link to one file, valid for DOWNLOAD_LINK_TTL_SECONDS and usable without an API key. */
+export function downloadUrl(fileId: string, origin: string, now = new Date()): string {
+  const expiresAt = new Date(now.getTime() + DOWNLOAD_LINK_TTL_SECONDS * 1000);
+  return `${origin.replace(/\/+$/, "")}${DOWNLOAD_PATH}/${signDownloadToken({ fileId, expiresAt })}`;
+}
+
+/**
+ * Answers a request on a signed download link: for GET or HEAD the file's bytes (whole or one
+ * range), 304 for a current copy, or a problem response; any other method gets 405. The order's
+ * status is re-checked on every request, so a link stops working as soon as the order is no
+ * longer delivered.
+ */
+export async function serveDownload(request: Request, token: string, now = new Date()): Promise<Response> {
+  const requestId = requestIdFrom(request);
+  let response: Response;
+  try {
+    if (request.method !== "GET" && request.method !== "HEAD") {
+      return problemResponse(
+        new AppError("method_not_allowed", `${request.method} is not allowed on a download link; use GET or HEAD.`),
+        requestId,
+        { Allow: "GET, HEAD" },
+      );
+    }
+    response = await respond(request, token, now, requestId);
+  } catch (error) {
+    response = problemResponse(error, requestId);
+  }
+  // A HEAD answer carries the headers GET would, never a body (problem bodies included).
+  return request.method === "HEAD" && response.body ? new Response(null, response) : response;
+}
+
+async function respond(request: Request, token: string, now: Date, requestId: string): Promise<Response> {
+  const { fileId } = verifyDownloadToken(token, now);
+  const file = await db().orderFile.findUnique({
+    where: { id: fileId },
+    select: {
+      name: true,
+      size: true,
+      contentType: true,
+      sha256: true,
+      storageKey: true,
+      createdAt: true,
+      order: { select: { id: true, status: true } },
+    },
+  });
+  if (!file) throw new AppError("file_not_found", `File ${fileId} no longer exists.`);
+  if (file.order.status !== "delivered") {
+    throw new AppError(
+      "order_not_delivered",
+      `Order ${file.order.id} is ${file.order.status}; its files cannot be downloaded.`,
+    );
+  }
+  const size = await fileStorage().size(file.storageKey);
+  // Serving bytes that differ from the recorded file would break its ETag and checksum promise.
+  if (size !== Number(file.size)) {
+    throw new Error(`Stored object ${file.storageKey} has ${size} bytes; the database records ${file.size}.`);
+  }
+
+  // Files never change after upload (a new upload is a new file), so the checksum is a strong ETag.
+  const etag = `"${file.sha256}"`;
+  const headers = new Headers({
+    "X-Request-Id": requestId,
+    ETag: etag,
+    "Last-Modified": file.createdAt.toUTCString(),
+    // Each link lives minutes; nothing should keep the response (or the link) around. no-transform
+    // keeps compression off, which would drop Content-Length and garble byte ranges.
+    "Cache-Control": "private, no-store, no-transform",
+  });
+  if (notModified(request.headers, etag, file.createdAt)) return new Response(null, { status: 304, headers });
+
+  headers.set("Accept-Ranges", "bytes");
+  // Range handling is defined for GET only (RFC 9110 14.2); HEAD describes the whole file.
+  const range: RangeResult =
+    request.method === "GET" && ifRangeAllows(request.headers.get("if-range"), etag)
+      ? parseRange(request.headers.get("range"), size)
+      : { type: "full" };
+  if (range.type === "unsatisfiable") {
+    return problemResponse(
+      new AppError("range_not_satisfiable", `The requested range is outside the file's ${size} bytes.`),
+      requestId,
+      { "Content-Range": `bytes */${size}`, "Accept-Ranges": "bytes" },
+    );
+  }
+
+  headers.set("Content-Type", file.contentType);
+  headers.set("Content-Disposition", contentDisposition(file.name));
+  headers.set("X-Content-Type-Options", "nosniff");
+  const partial = range.type === "partial" ? { start: range.start, end: range.end } : undefined;
+  if (partial) headers.set("Content-Range", `bytes ${partial.start}-${partial.end}/${size}`);
+  const length = partial ? partial.end - partial.start + 1 : size;
+  headers.set("Content-Length", String(length));
+
+  const status = partial ? 206 : 200;
+  if (request.method === "HEAD" || length === 0) return new Response(null, { status, headers });
+  return new Response(streamFile(file.storageKey, partial, request.signal), { status, headers });
+}
+
+/**
+ * The bytes as a web stream with byte-counted backpressure, so memory stays flat however large the
+ * file. Cancelling the web stream destroys the file stream; the abort listener also covers a client
+ * that disconnects before the body is first read.
+ */
+function streamFile(
+  key: string,
+  range: { start: number; end: number } | undefined,
+  signal: AbortSignal,
+): ReadableStream<Uint8Array> {
+  const source = fileStorage().read(key, range);
+  const abort = () => source.destroy();
+  if (signal.aborted) abort();
+  signal.addEventListener("abort", abort, { once: true });
+  source.once("close", () => signal.removeEventListener("abort", abort));
+  return Readable.toWeb(source, {
+    strategy: new ByteLengthQueuingStrategy({ highWaterMark: 64 * 1024 }),
+  }) as ReadableStream<Uint8Array>;
+}
