@@ -21,6 +21,12 @@ export type ErrorCode =
   | "social_allowance_exhausted"
   | "social_unavailable"
   | "service_unavailable"
+  // Signed download links and routing
+  | "download_link_invalid"
+  | "download_link_expired"
+  | "range_not_satisfiable"
+  | "not_found"
+  | "method_not_allowed"
   // Operator codes
   | "buyer_not_found"
   | "key_not_found"

@@ -1,4 +1,8 @@
 import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { promises as fs } from "node:fs";
+import path from "node:path";
+import { DATA_DIR } from "../lib/db/config";
 import { createRequire } from "node:module";
 import { disconnectDb } from "../lib/db/client";
 import { prepareDatabase } from "../lib/db/runtime";
@@ -32,6 +36,20 @@ log(
     ? `Using the embedded PostgreSQL on port ${new URL(database.url).port}.`
     : "Using the database at DATABASE_URL.",
 );
+
+process.env.AUTH_SECRET ??= process.env.NEXTAUTH_SECRET ?? (await persistedSecret());
+
+/** A secret kept in .data/auth-secret for a single instance that was given no AUTH_SECRET. */
+async function persistedSecret(): Promise<string> {
+  const file = path.join(DATA_DIR, "auth-secret");
+  const existing = await fs.readFile(file, "utf8").catch(() => "");
+  if (existing.trim().length >= 32) return existing.trim();
+  const secret = randomBytes(32).toString("base64url");
+  await fs.mkdir(DATA_DIR, { recursive: true });
+  await fs.writeFile(file, secret, { mode: 0o600 });
+  log(`AUTH_SECRET is not set: generated one in ${file} (set AUTH_SECRET when running several instances).`);
+  return secret;
+}
 
 const nextBin = createRequire(import.meta.url).resolve("next/dist/bin/next");
 // A product server should not phone home; set NEXT_TELEMETRY_DISABLED=0 to allow Next.js telemetry.

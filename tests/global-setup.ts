@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
@@ -17,6 +18,7 @@ declare module "vitest" {
  * Without it, as on a fresh machine, they get an embedded PostgreSQL of their own.
  */
 export default async function setup(project: TestProject) {
+  buildProductionServer();
   const configured = process.env.DATABASE_URL;
   if (configured) {
     const client = new pg.Client({ connectionString: configured, connectionTimeoutMillis: 5000 });
@@ -37,4 +39,16 @@ export default async function setup(project: TestProject) {
   });
   project.provide("databaseServerUrl", embedded.url);
   return () => embedded.stop();
+}
+
+/**
+ * Integration tests talk to the production server, so it is built from the current sources
+ * first (TEST_SKIP_BUILD=1 reuses .next when you know it is fresh).
+ */
+function buildProductionServer(): void {
+  if (process.env.TEST_SKIP_BUILD === "1") return;
+  execFileSync(process.execPath, [path.resolve("node_modules/next/dist/bin/next"), "build"], {
+    stdio: ["ignore", "ignore", "inherit"],
+    env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" },
+  });
 }

@@ -1,0 +1,11 @@
+import { apiJson, methodNotAllowed, withApiKey } from "@/lib/api/with-api-key";
+import { getOrder } from "@/lib/orders/queries";
+
+export const dynamic = "force-dynamic";
+
+export const GET = withApiKey<{ id: string }>(
+  async ({ key, params }) => apiJson(await getOrder(key.buyerId, params.id)),
+  { permission: "datasets:read" },
+);
+export const HEAD = GET;
+export { methodNotAllowed as POST, methodNotAllowed as PUT, methodNotAllowed as PATCH, methodNotAllowed as DELETE };

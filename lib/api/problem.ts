@@ -1,0 +1,163 @@
+import { AppError, type ErrorCode } from "../errors";
+
+type ApiError = { status: number; title: string; /** for the API reference */ meaning: string };
+
+/** Status, title and meaning of every error code the API answers with (../shared/CONTRACT.md). */
+const API_ERRORS: Partial<Record<ErrorCode, ApiError>> = {
+  invalid_request: {
+    status: 400,
+    title: "Invalid request",
+    meaning: "A query or path value is malformed, e.g. limit outside 1..50 or a negative offset.",
+  },
+  missing_api_key: {
+    status: 401,
+    title: "Missing API key",
+    meaning: "No `Authorization: Bearer <key>` header, or a malformed one.",
+  },
+  invalid_api_key: {
+    status: 401,
+    title: "Invalid API key",
+    meaning: "The key is unknown: mistyped, truncated, or never existed.",
+  },
+  expired_api_key: {
+    status: 401,
+    title: "Expired API key",
+    meaning: "The key is past its expiry. Create a replacement key in the dashboard.",
+  },
+  revoked_api_key: { status: 401, title: "Revoked API key", meaning: "The key was revoked in the dashboard." },
+  insufficient_permission: {
+    status: 403,
+    title: "Insufficient permission",
+    meaning: "The key lacks the permission the endpoint needs (the detail names it).",
+  },
+  social_access_disabled: {
+    status: 403,
+    title: "Social API access disabled",
+    meaning: "A scrape:read key, but Social API access is not enabled for the account.",
+  },
+  download_link_invalid: {
+    status: 403,
+    title: "Invalid download link",
+    meaning: "The signed download link was altered. Request a new one from the API.",
+  },
+  order_not_found: { status: 404, title: "Order not found", meaning: "No such order for this account." },
+  file_not_found: { status: 404, title: "File not found", meaning: "No such file in that order." },
+  platform_not_supported: {
+    status: 404,
+    title: "Platform not supported",
+    meaning: "The social platform is not one the API supports.",
+  },
+  profile_not_found: { status: 404, title: "Profile not found", meaning: "No stored profile for that handle." },
+  not_found: { status: 404, title: "Not found", meaning: "No such API path." },
+  method_not_allowed: {
+    status: 405,
+    title: "Method not allowed",
+    meaning: "The API is read-only: GET and HEAD only (see the Allow header).",
+  },
+  order_not_delivered: {
+    status: 409,
+    title: "Order not delivered",
+    meaning: "Files of refunded or unfinished orders cannot be downloaded (the detail names the status).",
+  },
+  download_link_expired: {
+    status: 410,
+    title: "Download link expired",
+    meaning: "The signed download link is older than 5 minutes. Request a new one from the API.",
+  },
+  range_not_satisfiable: {
+    status: 416,
+    title: "Range not satisfiable",
+    meaning: "The Range header asks for bytes beyond the end of the file.",
+  },
+  rate_limited: {
+    status: 429,
+    title: "Too many requests",
+    meaning: "More than 60 requests per minute across the account's dataset keys. Wait Retry-After seconds.",
+  },
+  social_allowance_exhausted: {
+    status: 429,
+    title: "Social allowance exhausted",
+    meaning: "The account's social allowance for this month is used up. Wait Retry-After seconds.",
+  },
+  social_unavailable: {
+    status: 503,
+    title: "Social source unavailable",
+    meaning: "The social source for that platform is unavailable. Retry after Retry-After seconds.",
+  },
+  service_unavailable: {
+    status: 503,
+    title: "Service unavailable",
+    meaning: "The database or another dependency is down. Retry shortly.",
+  },
+};
+
+/** The error codes, for the API reference page. */
+export function apiErrorCatalog(): ({ code: string } & ApiError)[] {
+  return Object.entries(API_ERRORS).map(([code, error]) => ({ code, ...error! }));
+}
+
+export const PROBLEM_CONTENT_TYPE = "application/problem+json";
+
+/** The documentation URL of an error code: `type` in every problem response. */
+export function problemType(code: string): string {
+  return `${appOrigin()}/docs/api#error-${code}`;
+}
+
+function appOrigin(): string {
+  return (process.env.APP_URL ?? "").replace(/\/+$/, "");
+}
+
+export type ProblemBody = {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: string;
+  request_id: string;
+};
+
+/**
+ * The one way an error becomes an HTTP response: RFC 9457 problem+json. An AppError keeps its
+ * code and message; anything else is logged server-side and answered as a bare 503/500 without
+ * internals (no stack, no SQL).
+ */
+export function problemResponse(error: unknown, requestId: string, headers: HeadersInit = {}): Response {
+  const { code, status, title, detail } = describe(error, requestId);
+  const body: ProblemBody = { type: problemType(code), title, status, detail, code, request_id: requestId };
+  const responseHeaders = new Headers(headers);
+  responseHeaders.set("Content-Type", PROBLEM_CONTENT_TYPE);
+  responseHeaders.set("X-Request-Id", requestId);
+  responseHeaders.set("Cache-Control", "no-store");
+  return new Response(JSON.stringify(body), { status, headers: responseHeaders });
+}
+
+function describe(error: unknown, requestId: string) {
+  if (error instanceof AppError) {
+    const known = API_ERRORS[error.code];
+    if (known) return { code: error.code, status: known.status, title: known.title, detail: error.message };
+  }
+  if (isDatabaseUnavailable(error)) {
+    console.error(`[${requestId}] database unavailable: ${(error as Error).message}`);
+    return {
+      code: "service_unavailable",
+      status: 503,
+      title: "Service unavailable",
+      detail: "The service cannot reach its database right now. Retry shortly.",
+    };
+  }
+  console.error(`[${requestId}] unexpected error`, error);
+  return {
+    code: "internal_error",
+    status: 500,
+    title: "Internal error",
+    detail: `Something went wrong on our side. Quote request id ${requestId} if you contact support.`,
+  };
+}
+
+/** Connection-level failures of PostgreSQL (driver errors or Prisma's wrapping of them). */
+function isDatabaseUnavailable(error: unknown): boolean {
+  const text = `${(error as { code?: string })?.code ?? ""} ${(error as Error)?.message ?? ""}`;
+  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|P1001|P1002|P1017|Can't reach database|Connection terminated|DatabaseNotReachable|too many clients|the database system is (starting|shutting) up/i.test(
+    text,
+  );
+}

@@ -1,0 +1,73 @@
+import { timingSafeEqual } from "node:crypto";
+import { db } from "../db/client";
+import { AppError } from "../errors";
+import { hashSecret, isWellFormedSecret } from "./secret";
+import type { ApiKeyPermission } from "./index";
+
+export type AuthenticatedKey = { keyId: string; buyerId: string; permission: ApiKeyPermission };
+
+/** last_used_at is written at most once a minute per key, not on every request. */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+const fromStored = { datasets_read: "datasets:read", scrape_read: "scrape:read" } as const;
+
+/**
+ * Checks an Authorization header, in this order: well-formed Bearer header, key format and
+ * checksum (no database work for garbage), one lookup by the hash's unique index, revocation,
+ * expiry. Nothing is cached, so a revocation or expiry applies to the very next request.
+ */
+export async function authenticateApiKey(authorization: string | null, now = new Date()): Promise<AuthenticatedKey> {
+  const match = /^Bearer +(\S+) *$/i.exec(authorization ?? "");
+  if (!match?.[1]) {
+    throw new AppError(
+      "missing_api_key",
+      "Send your API key in the Authorization header: `Authorization: Bearer <API_KEY>`.",
+    );
+  }
+  const secret = match[1];
+  if (!isWellFormedSecret(secret)) throw invalidKey();
+
+  const secretHash = hashSecret(secret);
+  const key = await db().apiKey.findUnique({
+    where: { secretHash },
+    select: {
+      id: true,
+      buyerId: true,
+      permission: true,
+      secretHash: true,
+      expiresAt: true,
+      revokedAt: true,
+      lastUsedAt: true,
+    },
+  });
+  // The lookup is by the digest of a 190-bit secret; the comparison is constant-time all the same.
+  if (!key || !timingSafeEqual(Buffer.from(key.secretHash), Buffer.from(secretHash))) throw invalidKey();
+  if (key.revokedAt && key.revokedAt <= now) {
+    throw new AppError("revoked_api_key", "This API key has been revoked. Create a new key in the dashboard.");
+  }
+  if (key.expiresAt <= now) {
+    throw new AppError(
+      "expired_api_key",
+      `This API key expired at ${key.expiresAt.toISOString()}. Create a replacement key in the dashboard.`,
+    );
+  }
+  if (!key.lastUsedAt || now.getTime() - key.lastUsedAt.getTime() >= LAST_USED_RESOLUTION_MS) {
+    void recordUse(key.id, now);
+  }
+  return { keyId: key.id, buyerId: key.buyerId, permission: fromStored[key.permission] };
+}
+
+function invalidKey(): AppError {
+  return new AppError("invalid_api_key", "The API key is not valid. Check that it was copied whole.");
+}
+
+/** Best effort and off the request path; the condition keeps concurrent requests to one write. */
+async function recordUse(keyId: string, now: Date): Promise<void> {
+  const staleBefore = new Date(now.getTime() - LAST_USED_RESOLUTION_MS);
+  await db()
+    .apiKey.updateMany({
+      where: { id: keyId, OR: [{ lastUsedAt: null }, { lastUsedAt: { lt: staleBefore } }] },
+      data: { lastUsedAt: now },
+    })
+    .catch((error: Error) => console.warn(`last_used_at not recorded for ${keyId}: ${error.message}`));
+}

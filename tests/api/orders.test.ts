@@ -1,0 +1,320 @@
+import { createHash, randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { revokeApiKey } from "../../lib/keys";
+import { generateSecret } from "../../lib/keys/secret";
+import { setOrderStatus } from "../../lib/orders";
+import { orderPageSchema, orderSchema } from "../../lib/schemas/api";
+import { enableSocialAccess } from "../../lib/social/admin";
+import { apiKey, buyer, createTestEnvironment, order, type TestEnvironment } from "../helpers/fixtures";
+import { startServer, type TestServer } from "../helpers/server";
+
+let env: TestEnvironment;
+let server: TestServer;
+
+const DAY = 86_400_000;
+const sha256 = (bytes: Buffer | Uint8Array) => createHash("sha256").update(bytes).digest("hex");
+const bigFile = randomBytes(3 * 1024 * 1024 + 17);
+
+// Buyer A: one order of each status. Buyer B: an order of their own. Pager: 45 orders.
+let a: { id: string };
+let keyA: string;
+let keyB: string;
+let scrapeKeyA: string;
+let delivered: Awaited<ReturnType<typeof order>>;
+let refunded: Awaited<ReturnType<typeof order>>;
+let unfinished: Awaited<ReturnType<typeof order>>;
+let orderOfB: Awaited<ReturnType<typeof order>>;
+let pagerKey: string;
+let pagerOrderIds: string[];
+
+beforeAll(async () => {
+  env = await createTestEnvironment("api_orders");
+  a = await buyer("a");
+  const b = await buyer("b");
+  delivered = await order(a.id, {
+    name: "Delivered",
+    paidAt: new Date(Date.now() - 3 * DAY),
+    files: { "prices.csv": bigFile, "notes.txt": Buffer.from("hello\n") },
+  });
+  refunded = await order(a.id, { name: "Refunded", status: "refunded", files: { "r.csv": Buffer.from("r\n") } });
+  unfinished = await order(a.id, { name: "Unfinished", status: "unfinished", files: { "u.csv": Buffer.from("u\n") } });
+  orderOfB = await order(b.id, { name: "B's", files: { "b.csv": Buffer.from("b\n") } });
+  keyA = (await apiKey(a.id)).secret;
+  keyB = (await apiKey(b.id)).secret;
+  await enableSocialAccess(a.id, 100, 10);
+  scrapeKeyA = (await apiKey(a.id, { permission: "scrape:read" })).secret;
+
+  // 45 orders; groups of five share a paid_at, so the id tiebreak decides their order.
+  const pager = await buyer("pager");
+  pagerKey = (await apiKey(pager.id)).secret;
+  const base = Date.now() - 10 * DAY;
+  const created = [];
+  for (let i = 0; i < 45; i++) {
+    created.push(await order(pager.id, { name: `Order ${i}`, paidAt: new Date(base + Math.floor(i / 5) * 60_000) }));
+  }
+  pagerOrderIds = created
+    .map((o, i) => ({ id: o.id, paid: Math.floor(i / 5) }))
+    .sort((x, y) => y.paid - x.paid || (x.id < y.id ? 1 : -1))
+    .map((o) => o.id);
+
+  server = await startServer({ databaseUrl: env.database.url, storageDir: env.storageDir });
+}, 180_000);
+
+afterAll(async () => {
+  await server?.stop();
+  await env?.cleanup();
+});
+
+function api(path: string, key?: string, init: RequestInit = {}) {
+  const headers = new Headers(init.headers);
+  if (key) headers.set("Authorization", `Bearer ${key}`);
+  return fetch(`${server.url}/api/v1${path}`, { redirect: "manual", ...init, headers });
+}
+
+async function expectProblem(response: Response, status: number, code: string) {
+  expect(response.status).toBe(status);
+  expect(response.headers.get("content-type")).toBe("application/problem+json");
+  const body = await response.json();
+  expect(body).toEqual({
+    type: expect.stringContaining(`#error-${code}`),
+    title: expect.any(String),
+    status,
+    detail: expect.any(String),
+    code,
+    request_id: response.headers.get("x-request-id"),
+  });
+  expect(body.detail).not.toMatch(/prisma|SELECT|at .*\.ts:\d+/i);
+  return body as { detail: string };
+}
+
+describe("errors: one case per status and code of the contract", () => {
+  const cases: [string, () => Promise<Response>, number, string, RegExp?][] = [
+    ["limit 0", () => api("/orders?limit=0", keyA), 400, "invalid_request", /limit/],
+    ["limit 51", () => api("/orders?limit=51", keyA), 400, "invalid_request", /limit must be from 1 to 50/],
+    [
+      "limit not a number",
+      () => api("/orders?limit=ten", keyA),
+      400,
+      "invalid_request",
+      /limit must be a whole number/,
+    ],
+    ["limit 1.5", () => api("/orders?limit=1.5", keyA), 400, "invalid_request", /limit/],
+    ["offset -1", () => api("/orders?offset=-1", keyA), 400, "invalid_request", /offset must be a whole number/],
+    ["no Authorization", () => api("/orders"), 401, "missing_api_key", /Authorization: Bearer/],
+    [
+      "Basic auth",
+      () => api("/orders", undefined, { headers: { Authorization: "Basic abc" } }),
+      401,
+      "missing_api_key",
+    ],
+    [
+      "empty Bearer",
+      () => api("/orders", undefined, { headers: { Authorization: "Bearer " } }),
+      401,
+      "missing_api_key",
+    ],
+    ["unknown well-formed key", () => api("/orders", generateSecret()), 401, "invalid_api_key"],
+    ["garbage key", () => api("/orders", "dak_notakey"), 401, "invalid_api_key"],
+    ["scrape:read key on orders", () => api("/orders", scrapeKeyA), 403, "insufficient_permission", /datasets:read/],
+    ["unknown order", () => api("/orders/ord_00000000000000000000000000000000", keyA), 404, "order_not_found"],
+    ["another buyer's order", () => api(`/orders/${orderOfB.id}`, keyA), 404, "order_not_found"],
+    [
+      "another buyer's file",
+      () => api(`/orders/${orderOfB.id}/files/${orderOfB.files[0]!.id}`, keyA),
+      404,
+      "order_not_found",
+    ],
+    ["unknown file", () => api(`/orders/${delivered.id}/files/fil_nope`, keyA), 404, "file_not_found"],
+    [
+      "file of another order",
+      () => api(`/orders/${delivered.id}/files/${refunded.files[0]!.id}`, keyA),
+      404,
+      "file_not_found",
+    ],
+    [
+      "refunded download",
+      () => api(`/orders/${refunded.id}/files/${refunded.files[0]!.id}`, keyA),
+      409,
+      "order_not_delivered",
+      /refunded/,
+    ],
+    [
+      "unfinished download",
+      () => api(`/orders/${unfinished.id}/files/${unfinished.files[0]!.id}`, keyA),
+      409,
+      "order_not_delivered",
+      /unfinished/,
+    ],
+    ["unknown API path", () => api("/invoices", keyA), 404, "not_found"],
+  ];
+
+  it.each(cases)("%s", async (_name, request, status, code, detail) => {
+    const body = await expectProblem(await request(), status, code);
+    if (detail) expect(body.detail).toMatch(detail);
+  });
+
+  it("refuses a revoked key and an expired key on the very next request", async () => {
+    const revocable = await apiKey(a.id);
+    expect((await api("/orders", revocable.secret)).status).toBe(200);
+    await revokeApiKey(revocable.id);
+    await expectProblem(await api("/orders", revocable.secret), 401, "revoked_api_key");
+
+    // Created 30 days minus 2 seconds ago with a 30-day expiry: valid now, expired in 2 s.
+    const expiring = await apiKey(a.id, { createdAt: new Date(Date.now() - 30 * DAY + 2000) });
+    expect((await api("/orders", expiring.secret)).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    const body = await expectProblem(await api("/orders", expiring.secret), 401, "expired_api_key");
+    expect(body.detail).toMatch(/replacement key in the dashboard/);
+  });
+
+  it("answers other methods with 405 and Allow", async () => {
+    for (const method of ["POST", "PUT", "PATCH", "DELETE"]) {
+      const response = await api("/orders", keyA, { method });
+      await expectProblem(response, 405, "method_not_allowed");
+      expect(response.headers.get("allow")).toBe("GET, HEAD");
+    }
+  });
+});
+
+describe("orders", () => {
+  it("pages through 45 orders newest first with exact next_offset", async () => {
+    const seen: string[] = [];
+    const offsets: (number | null)[] = [];
+    let offset: number | null = 0;
+    while (offset !== null) {
+      const response = await api(`/orders?limit=20&offset=${offset}`, pagerKey);
+      expect(response.status).toBe(200);
+      const page = orderPageSchema.parse(await response.json());
+      seen.push(...page.data.map((o) => o.id));
+      offsets.push(page.next_offset);
+      offset = page.next_offset;
+    }
+    expect(offsets).toEqual([20, 40, null]);
+    expect(seen).toEqual(pagerOrderIds);
+  });
+
+  it("defaults to 20 per page and ends with next_offset null", async () => {
+    const page = orderPageSchema.parse(await (await api("/orders", pagerKey)).json());
+    expect(page.data).toHaveLength(20);
+    expect(page.next_offset).toBe(20);
+    const beyond = orderPageSchema.parse(await (await api("/orders?offset=45", pagerKey)).json());
+    expect(beyond).toEqual({ data: [], next_offset: null });
+  });
+
+  it("lists and reads only the buyer's own orders, with the contract's fields", async () => {
+    const page = orderPageSchema.parse(await (await api("/orders", keyA)).json());
+    expect(page.data.map((o) => o.id).sort()).toEqual([delivered.id, refunded.id, unfinished.id].sort());
+    expect(page.next_offset).toBeNull();
+
+    const response = await api(`/orders/${delivered.id}`, keyA);
+    expect(response.headers.get("content-type")).toMatch(/^application\/json/);
+    const body = await response.json();
+    expect(Object.keys(body).sort()).toEqual([
+      "delivered_at",
+      "downloadable",
+      "files",
+      "id",
+      "name",
+      "paid_at",
+      "status",
+    ]);
+    expect(orderSchema.parse(body)).toMatchObject({ id: delivered.id, status: "delivered", downloadable: true });
+    expect(body.files[0]).toEqual({
+      id: delivered.files[0]!.id,
+      name: "prices.csv",
+      size: bigFile.length,
+      content_type: "text/csv",
+      sha256: sha256(bigFile),
+      created_at: expect.stringMatching(/Z$/),
+    });
+    const refundedBody = orderSchema.parse(await (await api(`/orders/${refunded.id}`, keyA)).json());
+    expect(refundedBody.downloadable).toBe(false);
+  });
+
+  it("sends rate-limit headers and the request id on every counted response", async () => {
+    const response = await api("/orders", keyB, { headers: { "X-Request-Id": "client-trace.42" } });
+    expect(response.headers.get("x-request-id")).toBe("client-trace.42");
+    expect(response.headers.get("ratelimit-policy")).toBe('"datasets";q=60;w=60');
+    expect(response.headers.get("ratelimit")).toMatch(/^"datasets";r=\d+;t=\d+$/);
+    const invalid = await api("/orders", keyB, { headers: { "X-Request-Id": "bad id with spaces" } });
+    expect(invalid.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
+
+describe("downloads", () => {
+  it("redirects to a signed URL that serves the bytes, resumable with Range", async () => {
+    const redirect = await api(`/orders/${delivered.id}/files/${delivered.files[0]!.id}`, keyA);
+    expect(redirect.status).toBe(302);
+    const location = redirect.headers.get("location")!;
+    expect(location).toMatch(new RegExp(`^${server.url}/api/dl/`));
+
+    const half = Math.floor(bigFile.length / 2);
+    const first = await fetch(location, { headers: { Range: `bytes=0-${half - 1}` } });
+    expect(first.status).toBe(206);
+    const firstBytes = Buffer.from(await first.arrayBuffer());
+    const rest = await fetch(location, {
+      headers: { Range: `bytes=${half}-`, "If-Range": first.headers.get("etag")! },
+    });
+    expect(rest.status).toBe(206);
+    expect(rest.headers.get("content-range")).toBe(`bytes ${half}-${bigFile.length - 1}/${bigFile.length}`);
+    const joined = Buffer.concat([firstBytes, Buffer.from(await rest.arrayBuffer())]);
+    expect(sha256(joined)).toBe(delivered.files[0]!.sha256);
+
+    const whole = await fetch(location);
+    expect(whole.status).toBe(200);
+    expect(whole.headers.get("content-length")).toBe(String(bigFile.length));
+    expect(whole.headers.get("content-disposition")).toMatch(/^attachment; filename="prices.csv"/);
+    expect(whole.headers.get("accept-ranges")).toBe("bytes");
+    expect(whole.headers.get("etag")).toBe(`"${sha256(bigFile)}"`);
+    expect(sha256(Buffer.from(await whole.arrayBuffer()))).toBe(sha256(bigFile));
+
+    const head = await fetch(location, { method: "HEAD" });
+    expect(head.status).toBe(200);
+    expect(head.headers.get("content-length")).toBe(String(bigFile.length));
+    expect(head.headers.get("content-type")).toBe("text/csv");
+  });
+
+  it("re-checks the order when the signed URL is used, and refuses tampered links", async () => {
+    const target = await order(a.id, { name: "Soon refunded", files: { "x.csv": Buffer.from("x\n") } });
+    const redirect = await api(`/orders/${target.id}/files/${target.files[0]!.id}`, keyA);
+    const location = redirect.headers.get("location")!;
+    await setOrderStatus(target.id, "refunded");
+    await expectProblem(await fetch(location), 409, "order_not_delivered");
+
+    const tampered = location.slice(0, -2) + (location.endsWith("A") ? "BB" : "AA");
+    await expectProblem(await fetch(tampered), 403, "download_link_invalid");
+  });
+});
+
+describe("when the database is down", () => {
+  it("answers 503 service_unavailable without internals", async () => {
+    const down = await startServer({
+      databaseUrl: "postgresql://postgres@127.0.0.1:1/none",
+      storageDir: env.storageDir,
+      readyPath: "/api/v1/openapi.json",
+    });
+    try {
+      const response = await fetch(`${down.url}/api/v1/orders`, { headers: { Authorization: `Bearer ${keyA}` } });
+      const body = await expectProblem(response, 503, "service_unavailable");
+      expect(body.detail).not.toMatch(/127\.0\.0\.1|ECONNREFUSED/);
+    } finally {
+      await down.stop();
+    }
+  });
+});
+
+describe("the OpenAPI document", () => {
+  it("is OpenAPI 3.1, public, and describes the endpoints and schemas", async () => {
+    const response = await fetch(`${server.url}/api/v1/openapi.json`);
+    expect(response.status).toBe(200);
+    const document = await response.json();
+    expect(document.openapi).toBe("3.1.0");
+    expect(Object.keys(document.paths).sort()).toEqual(["/orders", "/orders/{id}", "/orders/{id}/files/{fileId}"]);
+    expect(Object.keys(document.components.schemas)).toEqual(
+      expect.arrayContaining(["Order", "File", "OrderPage", "Problem"]),
+    );
+    expect(document.components.schemas.Order.required).toEqual(
+      expect.arrayContaining(["id", "status", "name", "paid_at", "delivered_at", "downloadable", "files"]),
+    );
+  });
+});

@@ -1,0 +1,72 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import net from "node:net";
+import path from "node:path";
+
+export const TEST_AUTH_SECRET = "test-secret-0123456789abcdefghijklmnopqrstuvwxyz";
+
+export type TestServer = { url: string; stop: () => Promise<void>; output: () => string };
+
+/**
+ * Starts the production server the way users do (`scripts/serve.ts start`, i.e. `npm start`)
+ * on a free port, against the given database, and waits until `readyPath` answers.
+ */
+export async function startServer(options: {
+  databaseUrl: string;
+  storageDir: string;
+  env?: Record<string, string>;
+  readyPath?: string;
+}): Promise<TestServer> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ["--import", "tsx", path.resolve("scripts/serve.ts"), "start"], {
+    env: {
+      ...process.env,
+      DATABASE_URL: options.databaseUrl,
+      STORAGE_DIR: options.storageDir,
+      AUTH_SECRET: TEST_AUTH_SECRET,
+      MIGRATE_ON_START: "false",
+      PORT: String(port),
+      ...options.env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout?.on("data", (chunk) => (output += chunk));
+  child.stderr?.on("data", (chunk) => (output += chunk));
+  const url = `http://127.0.0.1:${port}`;
+  await waitUntilReady(`${url}${options.readyPath ?? "/api/health"}`, child, () => output);
+  return { url, stop: () => stop(child), output: () => output };
+}
+
+async function waitUntilReady(url: string, child: ChildProcess, output: () => string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`The server exited (${child.exitCode}):\n${output()}`);
+    const ok = await fetch(url).then(
+      (response) => response.ok,
+      () => false,
+    );
+    if (ok) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  child.kill("SIGKILL");
+  throw new Error(`The server did not answer ${url} within 60 s:\n${output()}`);
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once("exit", () => resolve());
+    child.kill("SIGTERM");
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
