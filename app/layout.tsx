@@ -17,6 +17,11 @@ export default function RootLayout({ children }: { children: ReactNode }) {
             <Link href="/" className="font-semibold tracking-tight text-slate-900">
               Dataset Access
             </Link>
+            <nav aria-label="Main" className="flex gap-4 text-sm">
+              <Link href="/docs/api" className="text-slate-700 hover:text-slate-900">
+                API reference
+              </Link>
+            </nav>
           </div>
         </header>
         <main className="mx-auto max-w-5xl px-4 py-10">{children}</main>

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { apiErrorCatalog } from "../../lib/api/problem";
 import { revokeApiKey } from "../../lib/keys";
 import { generateSecret } from "../../lib/keys/secret";
 import { setOrderStatus } from "../../lib/orders";
@@ -316,5 +317,16 @@ describe("the OpenAPI document", () => {
     expect(document.components.schemas.Order.required).toEqual(
       expect.arrayContaining(["id", "status", "name", "paid_at", "delivered_at", "downloadable", "files"]),
     );
+  });
+});
+
+describe("the API reference page", () => {
+  it("documents every error code at the anchor its problem type points to, with curl examples", async () => {
+    const response = await fetch(`${server.url}/docs/api`);
+    expect(response.status).toBe(200);
+    const html = await response.text();
+    for (const { code } of apiErrorCatalog()) expect(html).toContain(`id="error-${code}"`);
+    expect(html).toContain("curl -L");
+    expect(html).toContain(`${server.url}/api/v1/orders`);
   });
 });
