@@ -233,6 +233,30 @@ export function treeRssKb(rootPid: number): number {
   return [rootPid, ...descendants(rootPid)].reduce((sum, pid) => sum + rssKb(pid), 0);
 }
 
+const CLOCK_TICKS_PER_SECOND = 100; // USER_HZ on Linux (getconf CLK_TCK)
+
+/** CPU seconds (user + system) used so far by a process and its live descendants. */
+export function treeCpuSeconds(rootPid: number): number {
+  let ticks = 0;
+  for (const pid of [rootPid, ...descendants(rootPid)]) {
+    try {
+      const stat = readFileSyncQuiet(`/proc/${pid}/stat`);
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
+    } catch {
+      // gone
+    }
+  }
+  return ticks / CLOCK_TICKS_PER_SECOND;
+}
+
+/** CPU seconds the whole machine spent busy (all cores, everything but idle and iowait). */
+export function machineBusySeconds(): number {
+  const fields = readFileSyncQuiet("/proc/stat").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = fields;
+  return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS_PER_SECOND;
+}
+
 /** Samples `sample()` every `intervalMs` until stopped; returns every sample. */
 export function sampler(sample: () => number, intervalMs = 50): { stop: () => number[] } {
   const samples: number[] = [sample()];
@@ -297,7 +321,11 @@ export function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))]!;
 }
 
-export const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50);
+export const median = (values: number[]) =>
+  percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
 
 export const round = (value: number, digits = 2) => Number(value.toFixed(digits));
 

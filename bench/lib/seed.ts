@@ -191,7 +191,9 @@ export async function ensureSeeded(databaseUrl: string, log: (message: string) =
 }
 
 /** Buyer ids of the seeded data set. */
-export async function seededBuyers(pool: pg.Pool): Promise<{ regular: (count: number) => Promise<string[]>; deep: string }> {
+export async function seededBuyers(
+  pool: pg.Pool,
+): Promise<{ regular: (count: number) => Promise<string[]>; deep: string }> {
   const { rows } = await pool.query<{ id: string }>(`SELECT id FROM buyers WHERE email = $1`, [DEEP_EMAIL]);
   if (!rows[0]) throw new Error("The bench database is not seeded: run `node --import tsx bench/seed-large.ts`.");
   return {
