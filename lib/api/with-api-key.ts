@@ -60,11 +60,11 @@ export function withApiKey<Params = Record<string, never>>(
   };
 }
 
-/** JSON for API clients: never cached by shared caches. */
-export function apiJson(body: unknown, init: ResponseInit = {}): Response {
-  const headers = new Headers(init.headers);
-  headers.set("Cache-Control", "private, no-store");
-  return Response.json(body, { ...init, headers });
+/** JSON for API clients (already serialised, e.g. by the database): never cached by shared caches. */
+export function apiJson(json: string): Response {
+  return new Response(json, {
+    headers: { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "private, no-store" },
+  });
 }
 
 /** The API is read-only: any other method gets 405 with Allow. */

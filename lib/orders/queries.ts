@@ -1,90 +1,83 @@
-import { db } from "../db/client";
+import { db, Prisma } from "../db/client";
 import { AppError } from "../errors";
 import type { OrderStatus } from "./index";
 
 /**
- * Reads of a buyer's orders. The tenant boundary lives here, once: every query is scoped by
- * buyer id, and another buyer's order is answered exactly like a missing one.
+ * Reads of a buyer's orders for the API. The tenant boundary lives here, once: every query is
+ * scoped by buyer id, and another buyer's order is answered exactly like a missing one.
+ *
+ * Each read is one SQL statement that also builds the response JSON (the shapes are
+ * lib/schemas/api.ts, which the tests hold these to). Building it in PostgreSQL takes that work
+ * off the single Node.js process, which is the bottleneck under load (bench/api-list.ts).
  */
 
-export type FileView = {
-  id: string;
-  name: string;
-  size: number;
-  content_type: string;
-  sha256: string;
-  created_at: string;
-};
+const isoUtc = (column: Prisma.Sql) =>
+  Prisma.sql`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
-export type OrderView = {
-  id: string;
-  status: OrderStatus;
-  name: string;
-  paid_at: string;
-  delivered_at: string | null;
-  downloadable: boolean;
-  files: FileView[];
-};
+/** An order row `o` as the API's Order object, files oldest first. */
+const ORDER_JSON = Prisma.sql`json_build_object(
+  'id', o.id,
+  'status', o.status,
+  'name', o.name,
+  'paid_at', ${isoUtc(Prisma.sql`o.paid_at`)},
+  'delivered_at', ${isoUtc(Prisma.sql`o.delivered_at`)},
+  'downloadable', o.status = 'delivered',
+  'files', COALESCE((
+    SELECT json_agg(json_build_object(
+      'id', f.id,
+      'name', f.name,
+      'size', f.size,
+      'content_type', f.content_type,
+      'sha256', f.sha256,
+      'created_at', ${isoUtc(Prisma.sql`f.created_at`)}
+    ) ORDER BY f.created_at, f.id)
+    FROM order_files f WHERE f.order_id = o.id), '[]'::json)
+)`;
 
-export type OrderPage = { data: OrderView[]; next_offset: number | null };
-
-const orderSelect = {
-  id: true,
-  status: true,
-  name: true,
-  paidAt: true,
-  deliveredAt: true,
-  files: {
-    select: { id: true, name: true, size: true, contentType: true, sha256: true, createdAt: true },
-    orderBy: [{ createdAt: "asc" as const }, { id: "asc" as const }],
-  },
-};
-
-type OrderRow = {
-  id: string;
-  status: OrderStatus;
-  name: string;
-  paidAt: Date;
-  deliveredAt: Date | null;
-  files: { id: string; name: string; size: bigint; contentType: string; sha256: string; createdAt: Date }[];
-};
-
-function toView(order: OrderRow): OrderView {
-  return {
-    id: order.id,
-    status: order.status,
-    name: order.name,
-    paid_at: order.paidAt.toISOString(),
-    delivered_at: order.deliveredAt?.toISOString() ?? null,
-    downloadable: order.status === "delivered",
-    files: order.files.map((file) => ({
-      id: file.id,
-      name: file.name,
-      size: Number(file.size),
-      content_type: file.contentType,
-      sha256: file.sha256,
-      created_at: file.createdAt.toISOString(),
-    })),
-  };
+/**
+ * One page of the buyer's orders as the API's OrderPage JSON: newest paid first, id as the
+ * tiebreak, so pages never overlap or skip. The page's ids come first from the
+ * (buyer_id, paid_at DESC, id DESC) index alone (an index-only scan, so a deep offset skips
+ * index entries, not rows); only the page's rows are then read. One row more than asked tells
+ * whether another page exists.
+ */
+export async function orderPageJson(buyerId: string, page: { limit: number; offset: number }): Promise<string> {
+  const [row] = await db().$queryRaw<OrderPageRow[]>(orderPageQuery(buyerId, page));
+  return orderPageBody(row, page);
 }
 
-/** Newest paid first, id as the tiebreak, so pages never overlap or skip. */
-export async function listOrders(buyerId: string, page: { limit: number; offset: number }): Promise<OrderPage> {
-  const rows = await db().order.findMany({
-    where: { buyerId },
-    orderBy: [{ paidAt: "desc" }, { id: "desc" }],
-    skip: page.offset,
-    take: page.limit + 1, // one more than asked tells whether another page exists
-    select: orderSelect,
-  });
-  const hasMore = rows.length > page.limit;
-  return { data: rows.slice(0, page.limit).map(toView), next_offset: hasMore ? page.offset + page.limit : null };
+export type OrderPageRow = { data: string; fetched: number };
+
+/** The statement behind orderPageJson (exported so the benchmark's floor runs exactly this SQL). */
+export function orderPageQuery(buyerId: string, page: { limit: number; offset: number }): Prisma.Sql {
+  return Prisma.sql`
+    -- row_number() counts before OFFSET applies: the page's rows are positions offset+1 .. offset+limit.
+    WITH page AS (
+      SELECT id, row_number() OVER (ORDER BY paid_at DESC, id DESC) AS position
+      FROM orders WHERE buyer_id = ${buyerId}
+      ORDER BY paid_at DESC, id DESC
+      OFFSET ${page.offset} LIMIT ${page.limit + 1}
+    )
+    SELECT
+      (SELECT count(*) FROM page)::int AS fetched,
+      COALESCE((
+        SELECT json_agg(${ORDER_JSON} ORDER BY p.position)
+        FROM page p JOIN orders o ON o.id = p.id
+        WHERE p.position <= ${page.offset + page.limit}
+      ), '[]'::json)::text AS data`;
 }
 
-export async function getOrder(buyerId: string, orderId: string): Promise<OrderView> {
-  const order = await db().order.findFirst({ where: { id: orderId, buyerId }, select: orderSelect });
-  if (!order) throw orderNotFound(orderId);
-  return toView(order);
+export function orderPageBody(row: OrderPageRow | undefined, page: { limit: number; offset: number }): string {
+  const nextOffset = row && row.fetched > page.limit ? page.offset + page.limit : null;
+  return `{"data":${row?.data ?? "[]"},"next_offset":${nextOffset}}`;
+}
+
+/** One of the buyer's orders as the API's Order JSON. */
+export async function orderJson(buyerId: string, orderId: string): Promise<string> {
+  const [row] = await db().$queryRaw<{ order: string }[]>`
+    SELECT ${ORDER_JSON}::text AS order FROM orders o WHERE o.id = ${orderId} AND o.buyer_id = ${buyerId}`;
+  if (!row) throw orderNotFound(orderId);
+  return row.order;
 }
 
 /** A file the buyer may download now: the order is theirs, the file is in it, the order is delivered. */

@@ -1,10 +1,10 @@
 import { apiJson, methodNotAllowed, withApiKey } from "@/lib/api/with-api-key";
-import { getOrder } from "@/lib/orders/queries";
+import { orderJson } from "@/lib/orders/queries";
 
 export const dynamic = "force-dynamic";
 
 export const GET = withApiKey<{ id: string }>(
-  async ({ key, params }) => apiJson(await getOrder(key.buyerId, params.id)),
+  async ({ key, params }) => apiJson(await orderJson(key.buyerId, params.id)),
   { permission: "datasets:read" },
 );
 export const HEAD = GET;
