@@ -24,7 +24,7 @@ import { DEEP_ORDERS, ensureSeeded, seededBuyers } from "./lib/seed";
  * Cost of a deep page: `GET /api/v1/orders?limit=50&offset=10000` against `offset=0` (the
  * baseline) for the buyer with 20,000 orders, sequential requests (BENCH_REQUESTS each, shallow
  * and deep alternating so drift hits both alike) on the production server; the floor server
- * in the same run for context; and EXPLAIN (ANALYZE, BUFFERS) of the app's two queries at both offsets.
+ * in the same run for context; and EXPLAIN (ANALYZE, BUFFERS) of the app's list statement at both offsets.
  */
 requireProductionBuild();
 const requests = Number(process.env.BENCH_REQUESTS ?? 200);

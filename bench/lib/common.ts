@@ -1,9 +1,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, promises as fs, readdirSync, readFileSync } from "node:fs";
-import net from "node:net";
 import path from "node:path";
 import pg from "pg";
 import { generateSecret, hashSecret, secretDisplayParts } from "../../lib/keys/secret";
+import { freePort } from "../../tests/helpers/server";
+
+export { freePort };
 
 /**
  * Helpers shared by the benchmarks: the bench database, servers started and stopped by the
@@ -43,17 +45,6 @@ export async function ensureDatabaseExists(databaseUrl: string): Promise<boolean
     await admin.end();
   }
   return true;
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 export type Server = { url: string; pid: number; child: ChildProcess; output: () => string; stop: () => Promise<void> };
