@@ -8,9 +8,11 @@ import { requestIdFrom } from "./request-id";
 /** The dataset limit: 60 requests per minute per buyer account, shared by all its datasets:read keys. */
 export const DATASETS_RATE_LIMIT = { limit: 60, windowSeconds: 60 } as const;
 
-let datasetsLimiter: RateLimiter | undefined;
+// One limiter per process, on globalThis: every API route is bundled on its own, and a
+// module-level one would give each endpoint a limit of its own.
+const shared = globalThis as unknown as { datasetsLimiter?: RateLimiter };
 const datasetsRateLimiter = () =>
-  (datasetsLimiter ??= createRateLimiter({ prefix: "ratelimit:datasets", ...DATASETS_RATE_LIMIT }));
+  (shared.datasetsLimiter ??= createRateLimiter({ prefix: "ratelimit:datasets", ...DATASETS_RATE_LIMIT }));
 
 /** Accounts exempt from the dataset limit (benchmarks, internal tools): RATE_LIMIT_EXEMPT_BUYERS=id,id */
 function isExempt(buyerId: string): boolean {

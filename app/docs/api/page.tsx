@@ -36,7 +36,8 @@ export default async function ApiReferencePage() {
         <h1 className="text-3xl font-bold tracking-tight">API reference</h1>
         <p className="max-w-2xl text-slate-600">{document.info.description}</p>
         <p className="text-sm">
-          Machine-readable:{" "}
+          Machine-readable: {/* A JSON document, not a page: a plain link, never client-side navigation. */}
+          {/* eslint-disable-next-line @next/next/no-html-link-for-pages */}
           <a className="text-blue-700 underline" href="/api/v1/openapi.json">
             /api/v1/openapi.json
           </a>{" "}

@@ -1,0 +1,62 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { Readable } from "node:stream";
+import type { ReadableStream as NodeReadableStream } from "node:stream/web";
+import { pipeline } from "node:stream/promises";
+import type { NextApiRequest, NextApiResponse } from "next";
+import { methodNotAllowed } from "./with-api-key";
+
+/**
+ * Web-standard handlers (Request -> Response) served on Node's req/res, for Pages Router API
+ * routes. The API and the download links are served that way rather than as App Router route
+ * handlers: App Router responses lose Content-Length in Next.js 16, and their per-request
+ * machinery cost 1.4x the CPU under load (bench/api-list.ts).
+ */
+export async function serveOnNode(
+  req: IncomingMessage,
+  res: ServerResponse,
+  handle: (request: Request) => Promise<Response>,
+  { stream = false }: { stream?: boolean } = {},
+): Promise<void> {
+  // A streamed body is abandoned when the client goes away ('close' before the response
+  // finished); short answers do not need the signal, and skip its cost.
+  let signal: AbortSignal | undefined;
+  if (stream) {
+    const client = new AbortController();
+    res.once("close", () => {
+      if (!res.writableFinished) client.abort();
+    });
+    signal = client.signal;
+  }
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (typeof value === "string") headers.set(name, value);
+    else if (Array.isArray(value)) value.forEach((item) => headers.append(name, item));
+  }
+  const request = new Request(new URL(req.url ?? "/", `http://${req.headers.host ?? "localhost"}`), {
+    method: req.method,
+    headers,
+    signal,
+  });
+  const response = await handle(request);
+  res.writeHead(response.status, Object.fromEntries(response.headers));
+  if (!response.body) {
+    res.end();
+  } else if (!stream) {
+    res.end(Buffer.from(await response.arrayBuffer()));
+  } else {
+    await pipeline(Readable.fromWeb(response.body as NodeReadableStream), res).catch(() => {
+      // The client disconnected mid-stream; the source is already closed.
+    });
+  }
+}
+
+type WebHandler<Params> = (request: Request, context: { params: Promise<Params> }) => Promise<Response>;
+
+/** A read-only API route: GET (and HEAD, whose body Node drops) to `get`, anything else 405. */
+export function readOnlyApiRoute<Params extends Record<string, string>>(get: WebHandler<Params>) {
+  return (req: NextApiRequest, res: NextApiResponse) =>
+    serveOnNode(req, res, (request) => {
+      if (request.method !== "GET" && request.method !== "HEAD") return methodNotAllowed(request);
+      return get(request, { params: Promise.resolve(req.query as Params) });
+    });
+}
