@@ -2,7 +2,7 @@ import { z } from "zod";
 import { db } from "../db/client";
 import { AppError } from "../errors";
 
-export const emailSchema = z
+const emailSchema = z
   .string()
   .trim()
   .toLowerCase()

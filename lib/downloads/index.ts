@@ -2,6 +2,7 @@ import { Readable } from "node:stream";
 import { problemResponse } from "../api/problem";
 import { requestIdFrom } from "../api/request-id";
 import { db } from "../db/client";
+import { notDelivered } from "../orders/queries";
 import { AppError } from "../errors";
 import { fileStorage } from "../storage";
 import { contentDisposition, ifRangeAllows, notModified, parseRange, type RangeResult } from "./http";
@@ -61,12 +62,7 @@ async function respond(request: Request, token: string, now: Date, requestId: st
     },
   });
   if (!file) throw new AppError("file_not_found", `File ${fileId} no longer exists.`);
-  if (file.order.status !== "delivered") {
-    throw new AppError(
-      "order_not_delivered",
-      `Order ${file.order.id} is ${file.order.status}; its files cannot be downloaded.`,
-    );
-  }
+  if (file.order.status !== "delivered") throw notDelivered(file.order.id, file.order.status);
   const size = await fileStorage().size(file.storageKey);
   // Serving bytes that differ from the recorded file would break its ETag and checksum promise.
   if (size !== Number(file.size)) {

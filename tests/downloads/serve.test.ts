@@ -223,7 +223,7 @@ describe("refusals", () => {
         response,
         409,
         "order_not_delivered",
-        new RegExp(`^Order ${otherOrderId} is ${status}; its files cannot be downloaded\\.$`),
+        new RegExp(`^Order ${otherOrderId} is ${status}; files can be downloaded only from delivered orders\\.$`),
       );
     },
   );
