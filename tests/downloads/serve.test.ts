@@ -1,34 +1,26 @@
 import { createHash } from "node:crypto";
-import { promises as fs } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { Readable } from "node:stream";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createBuyer } from "../../lib/buyers";
-import { disconnectDb } from "../../lib/db/client";
 import { DOWNLOAD_LINK_TTL_SECONDS, downloadUrl, serveDownload, signDownloadToken } from "../../lib/downloads";
 import { requestIdFrom } from "../../lib/api/request-id";
 import { addOrderFile, createOrder, setOrderStatus, type OrderStatus } from "../../lib/orders";
 import { fileStorage } from "../../lib/storage";
-import { createMigratedDatabase, type TestDatabase } from "../helpers/database";
+import { createTestEnvironment, type TestEnvironment } from "../helpers/fixtures";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** 1000 bytes, no two neighbouring ranges alike, so a wrong offset shows. */
 const CONTENT = Buffer.from(Array.from({ length: 1000 }, (_, index) => (index * 7) % 251));
 const FILE_NAME = 'données "2024".csv';
 
-let database: TestDatabase;
-let storageDir: string;
+let env: TestEnvironment;
 let file: { id: string; sha256: string; size: number };
 let otherOrderId: string;
 let otherFileId: string;
 
 beforeAll(async () => {
-  database = await createMigratedDatabase("downloads");
-  process.env.DATABASE_URL = database.url;
+  env = await createTestEnvironment("downloads");
   process.env.AUTH_SECRET = "download-serve-test-secret-0123456789abcdef";
-  storageDir = await fs.mkdtemp(path.join(os.tmpdir(), "downloads-storage-"));
-  process.env.STORAGE_DIR = storageDir;
 
   const buyer = await createBuyer("downloads@example.com");
   const order = await createOrder({ buyerId: buyer.id, name: "Prices", status: "delivered" });
@@ -44,9 +36,7 @@ afterEach(() => {
 });
 
 afterAll(async () => {
-  await disconnectDb();
-  await database?.drop();
-  if (storageDir) await fs.rm(storageDir, { recursive: true, force: true });
+  await env?.cleanup();
 });
 
 const validToken = (fileId = file.id) =>
