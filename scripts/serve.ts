@@ -1,10 +1,10 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
-import path from "node:path";
-import { DATA_DIR } from "../lib/db/config";
 import { createRequire } from "node:module";
+import path from "node:path";
 import { disconnectDb } from "../lib/db/client";
+import { DATA_DIR } from "../lib/db/config";
 import { prepareDatabase } from "../lib/db/runtime";
 import { seedDemo } from "./seed-demo";
 
@@ -39,18 +39,6 @@ log(
 
 process.env.AUTH_SECRET ??= process.env.NEXTAUTH_SECRET ?? (await persistedSecret());
 
-/** A secret kept in .data/auth-secret for a single instance that was given no AUTH_SECRET. */
-async function persistedSecret(): Promise<string> {
-  const file = path.join(DATA_DIR, "auth-secret");
-  const existing = await fs.readFile(file, "utf8").catch(() => "");
-  if (existing.trim().length >= 32) return existing.trim();
-  const secret = randomBytes(32).toString("base64url");
-  await fs.mkdir(DATA_DIR, { recursive: true });
-  await fs.writeFile(file, secret, { mode: 0o600 });
-  log(`AUTH_SECRET is not set: generated one in ${file} (set AUTH_SECRET when running several instances).`);
-  return secret;
-}
-
 const nextBin = createRequire(import.meta.url).resolve("next/dist/bin/next");
 // A product server should not phone home; set NEXT_TELEMETRY_DISABLED=0 to allow Next.js telemetry.
 const env = { NEXT_TELEMETRY_DISABLED: "1", ...process.env };
@@ -63,3 +51,15 @@ next.on("exit", async (code, signal) => {
   await database.stop();
   process.exit(code ?? (signal === "SIGINT" || signal === "SIGTERM" ? 0 : 1));
 });
+
+/** A secret kept in .data/auth-secret for a single instance that was given no AUTH_SECRET. */
+async function persistedSecret(): Promise<string> {
+  const file = path.join(DATA_DIR, "auth-secret");
+  const existing = await fs.readFile(file, "utf8").catch(() => "");
+  if (existing.trim().length >= 32) return existing.trim();
+  const secret = randomBytes(32).toString("base64url");
+  await fs.mkdir(DATA_DIR, { recursive: true });
+  await fs.writeFile(file, secret, { mode: 0o600 });
+  log(`AUTH_SECRET is not set: generated one in ${file} (set AUTH_SECRET when running several instances).`);
+  return secret;
+}
