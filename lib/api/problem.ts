@@ -1,4 +1,5 @@
 import { AppError, type ErrorCode } from "../errors";
+import { configuredOrigin } from "./validation";
 
 type ApiError = { status: number; title: string; /** for the API reference */ meaning: string };
 
@@ -100,11 +101,7 @@ export const PROBLEM_CONTENT_TYPE = "application/problem+json";
 
 /** The documentation URL of an error code: `type` in every problem response. */
 export function problemType(code: string): string {
-  return `${appOrigin()}/docs/api#error-${code}`;
-}
-
-function appOrigin(): string {
-  return (process.env.APP_URL ?? "").replace(/\/+$/, "");
+  return `${configuredOrigin()}/docs/api#error-${code}`;
 }
 
 export type ProblemBody = {
