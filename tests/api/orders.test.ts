@@ -6,7 +6,8 @@ import { generateSecret } from "../../lib/keys/secret";
 import { setOrderStatus } from "../../lib/orders";
 import { orderPageSchema, orderSchema } from "../../lib/schemas/api";
 import { enableSocialAccess } from "../../lib/social/admin";
-import { apiKey, buyer, createTestEnvironment, order, type TestEnvironment } from "../helpers/fixtures";
+import { createTestEnvironment } from "../helpers/database";
+import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";
 import { startServer, type TestServer } from "../helpers/server";
 
 let env: TestEnvironment;

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiKey, buyer, createTestEnvironment, type TestEnvironment } from "../helpers/fixtures";
+import { createTestEnvironment } from "../helpers/database";
+import { apiKey, buyer, type TestEnvironment } from "../helpers/fixtures";
 import { startServer, type TestServer } from "../helpers/server";
 
 let env: TestEnvironment;
@@ -36,7 +37,7 @@ async function expectExactlyOne429(servers: TestServer[], keys: string[]) {
     else await response.arrayBuffer();
   }
   // Answered (a list, or a 404 for the unknown order), not refused.
-  expect(statuses.filter((status) => status === 200 || status === 404)).toHaveLength(60);
+  expect(statuses.filter((status) => status === 200 || status === 404), `statuses: ${statuses}`).toHaveLength(60);
   expect(statuses.filter((status) => status === 429)).toHaveLength(1);
   expect(statuses[60]).toBe(429);
   expect(refused!.headers.get("content-type")).toBe("application/problem+json");

@@ -6,7 +6,8 @@ import { DOWNLOAD_LINK_TTL_SECONDS, downloadUrl, serveDownload, signDownloadToke
 import { requestIdFrom } from "../../lib/api/request-id";
 import { addOrderFile, createOrder, setOrderStatus, type OrderStatus } from "../../lib/orders";
 import { fileStorage } from "../../lib/storage";
-import { createTestEnvironment, type TestEnvironment } from "../helpers/fixtures";
+import { createTestEnvironment } from "../helpers/database";
+import type { TestEnvironment } from "../helpers/fixtures";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** 1000 bytes, no two neighbouring ranges alike, so a wrong offset shows. */

@@ -1,39 +1,20 @@
-import { randomBytes } from "node:crypto";
-import pg from "pg";
 import { inject } from "vitest";
-import { migrate } from "../../lib/db/migrate";
+import { createDatabase, type TestDatabase } from "./database-server";
+import { prepareTestEnvironment, type TestEnvironment } from "./fixtures";
 
-export type TestDatabase = { url: string; name: string; drop: () => Promise<void> };
+export type { TestDatabase } from "./database-server";
 
 /** A new, empty database of its own for one test file, on the test server. */
-export async function createEmptyDatabase(prefix = "test"): Promise<TestDatabase> {
-  const serverUrl = inject("databaseServerUrl");
-  const name = `${prefix}_${randomBytes(6).toString("hex")}`;
-  await withServerClient(serverUrl, (client) => client.query(`CREATE DATABASE "${name}"`));
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    name,
-    drop: () => withServerClient(serverUrl, (client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)),
-  };
+export function createEmptyDatabase(prefix = "test"): Promise<TestDatabase> {
+  return createDatabase(inject("databaseServerUrl"), prefix, { migrated: false });
 }
 
 /** A new database with every migration applied. */
-export async function createMigratedDatabase(prefix = "test"): Promise<TestDatabase> {
-  const database = await createEmptyDatabase(prefix);
-  await migrate(database.url);
-  return database;
+export function createMigratedDatabase(prefix = "test"): Promise<TestDatabase> {
+  return createDatabase(inject("databaseServerUrl"), prefix, { migrated: true });
 }
 
-async function withServerClient(serverUrl: string, run: (client: pg.Client) => Promise<unknown>): Promise<void> {
-  const url = new URL(serverUrl);
-  url.pathname = "/postgres";
-  const client = new pg.Client({ connectionString: url.toString() });
-  await client.connect();
-  try {
-    await run(client);
-  } finally {
-    await client.end();
-  }
+/** A migrated database and a storage directory, used by this test process and the server under test. */
+export async function createTestEnvironment(prefix: string): Promise<TestEnvironment> {
+  return prepareTestEnvironment(await createMigratedDatabase(prefix), prefix);
 }

@@ -6,7 +6,7 @@ import { createBuyer } from "../../lib/buyers";
 import { disconnectDb } from "../../lib/db/client";
 import { createApiKey, type ApiKeyPermission } from "../../lib/keys";
 import { addOrderFile, createOrder, type OrderStatus } from "../../lib/orders";
-import { createMigratedDatabase, type TestDatabase } from "./database";
+import type { TestDatabase } from "./database-server";
 
 /**
  * A migrated database and a storage directory that both this test process (loading fixtures
@@ -14,8 +14,7 @@ import { createMigratedDatabase, type TestDatabase } from "./database";
  */
 export type TestEnvironment = { database: TestDatabase; storageDir: string; cleanup: () => Promise<void> };
 
-export async function createTestEnvironment(prefix: string): Promise<TestEnvironment> {
-  const database = await createMigratedDatabase(prefix);
+export async function prepareTestEnvironment(database: TestDatabase, prefix: string): Promise<TestEnvironment> {
   const storageDir = await fs.mkdtemp(path.join(os.tmpdir(), `${prefix}-storage-`));
   process.env.DATABASE_URL = database.url;
   process.env.STORAGE_DIR = storageDir;

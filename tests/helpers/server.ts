@@ -15,16 +15,22 @@ export async function startServer(options: {
   storageDir: string;
   env?: Record<string, string>;
   readyPath?: string;
+  /** Set APP_URL (and so NEXTAUTH_URL) to the server's own address, for e-mailed links. */
+  withAppUrl?: boolean;
 }): Promise<TestServer> {
   const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, ["--import", "tsx", path.resolve("scripts/serve.ts"), "start"], {
     env: {
       ...process.env,
+      // As `npm start` runs it: the test runner's NODE_ENV=test must not reach the server.
+      NODE_ENV: "production",
       DATABASE_URL: options.databaseUrl,
       STORAGE_DIR: options.storageDir,
       AUTH_SECRET: TEST_AUTH_SECRET,
       MIGRATE_ON_START: "false",
       PORT: String(port),
+      ...(options.withAppUrl ? { APP_URL: url } : {}),
       ...options.env,
     },
     stdio: ["ignore", "pipe", "pipe"],
@@ -32,7 +38,6 @@ export async function startServer(options: {
   let output = "";
   child.stdout?.on("data", (chunk) => (output += chunk));
   child.stderr?.on("data", (chunk) => (output += chunk));
-  const url = `http://127.0.0.1:${port}`;
   await waitUntilReady(`${url}${options.readyPath ?? "/api/health"}`, child, () => output);
   return { url, stop: () => stop(child), output: () => output };
 }

@@ -1,0 +1,81 @@
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import os from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { openEmbeddedDatabase } from "../../lib/db/embedded";
+import { embeddedDatabaseSettings } from "../../lib/db/config";
+import { migrate } from "../../lib/db/migrate";
+
+/** Shared by the integration tests (vitest) and the end-to-end tests (Playwright). */
+
+export type TestDatabase = { url: string; name: string; drop: () => Promise<void> };
+
+/**
+ * The PostgreSQL server tests create their databases on. With DATABASE_URL set, that server, and
+ * the run fails (never skips) when it is unreachable. Without it, as on a fresh machine, an
+ * embedded PostgreSQL of the tests' own.
+ */
+export async function openTestDatabaseServer(): Promise<{ url: string; stop: () => Promise<void> }> {
+  const configured = process.env.DATABASE_URL;
+  if (configured) {
+    const client = new pg.Client({ connectionString: configured, connectionTimeoutMillis: 5000 });
+    try {
+      await client.connect();
+    } catch (error) {
+      throw new Error(`DATABASE_URL is set but its server is unreachable (${(error as Error).message}).`);
+    } finally {
+      await client.end().catch(() => {});
+    }
+    return { url: configured, stop: async () => {} };
+  }
+  const embedded = await openEmbeddedDatabase({
+    ...embeddedDatabaseSettings(),
+    dataDir: path.resolve(process.env.TEST_EMBEDDED_PG_DIR ?? path.join(os.tmpdir(), "dataset-access-test-postgres")),
+    port: Number(process.env.TEST_EMBEDDED_PG_PORT ?? 54330),
+  });
+  return { url: embedded.url, stop: () => embedded.stop() };
+}
+
+/**
+ * Tests talk to the production server, so it is built from the current sources first
+ * (TEST_SKIP_BUILD=1 reuses .next when you know it is fresh).
+ */
+export function buildProductionServer(): void {
+  if (process.env.TEST_SKIP_BUILD === "1") return;
+  execFileSync(process.execPath, [path.resolve("node_modules/next/dist/bin/next"), "build"], {
+    stdio: ["ignore", "ignore", "inherit"],
+    env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" },
+  });
+}
+
+/** A new database of its own on the test server, empty or with every migration applied. */
+export async function createDatabase(
+  serverUrl: string,
+  prefix: string,
+  { migrated }: { migrated: boolean },
+): Promise<TestDatabase> {
+  const name = `${prefix}_${randomBytes(6).toString("hex")}`;
+  await withServerClient(serverUrl, (client) => client.query(`CREATE DATABASE "${name}"`));
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  const database = {
+    url: url.toString(),
+    name,
+    drop: () => withServerClient(serverUrl, (client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)),
+  };
+  if (migrated) await migrate(database.url);
+  return database;
+}
+
+async function withServerClient(serverUrl: string, run: (client: pg.Client) => Promise<unknown>): Promise<void> {
+  const url = new URL(serverUrl);
+  url.pathname = "/postgres";
+  const client = new pg.Client({ connectionString: url.toString() });
+  await client.connect();
+  try {
+    await run(client);
+  } finally {
+    await client.end();
+  }
+}
