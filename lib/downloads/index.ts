@@ -22,6 +22,11 @@ export function downloadUrl(fileId: string, origin: string, now = new Date()): s
   return `${origin.replace(/\/+$/, "")}${DOWNLOAD_PATH}/${signDownloadToken({ fileId, expiresAt })}`;
 }
 
+/** A redirect no cache keeps (signed links expire). Not Response.redirect(): its headers are immutable. */
+export function noStoreRedirect(location: string, status: 302 | 303 = 302): Response {
+  return new Response(null, { status, headers: { Location: location, "Cache-Control": "private, no-store" } });
+}
+
 /**
  * Answers a request on a signed download link: for GET or HEAD the file's bytes (whole or one
  * range), 304 for a current copy, or a problem response; any other method gets 405. The order's

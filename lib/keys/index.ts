@@ -1,20 +1,17 @@
 import { z } from "zod";
 import { db } from "../db/client";
-import type { ApiKeyPermission as StoredPermission } from "../db/generated/enums";
 import { AppError } from "../errors";
+import { API_KEY_PERMISSIONS, permissionFromStored, permissionToStored, type ApiKeyPermission } from "./permissions";
+import { socialAccessEnabled } from "../social/access";
 import { generateSecret, hashSecret, secretDisplayParts } from "./secret";
 
-export const API_KEY_PERMISSIONS = ["datasets:read", "scrape:read"] as const;
-export type ApiKeyPermission = (typeof API_KEY_PERMISSIONS)[number];
+export { API_KEY_PERMISSIONS, type ApiKeyPermission } from "./permissions";
 export const API_KEY_EXPIRY_DAYS = [30, 90, 365] as const;
 
 export const apiKeyPermissionSchema = z.enum(API_KEY_PERMISSIONS);
 export const apiKeyExpiryDaysSchema = z.literal(API_KEY_EXPIRY_DAYS);
 
-const toStored: Record<ApiKeyPermission, StoredPermission> = {
-  "datasets:read": "datasets_read",
-  "scrape:read": "scrape_read",
-};
+export type ApiKeyExpiryDays = (typeof API_KEY_EXPIRY_DAYS)[number];
 
 export type NewApiKey = { id: string; secret: string; name: string; permission: ApiKeyPermission; expiresAt: Date };
 
@@ -26,14 +23,13 @@ export async function createApiKey(input: {
   buyerId: string;
   name: string;
   permission: ApiKeyPermission;
-  expiresInDays: (typeof API_KEY_EXPIRY_DAYS)[number];
+  expiresInDays: ApiKeyExpiryDays;
   now?: Date;
 }): Promise<NewApiKey> {
   const name = input.name.trim();
   if (!name || name.length > 100) throw new AppError("invalid_argument", "A key needs a name of 1 to 100 characters.");
   if (input.permission === "scrape:read") {
-    const access = await db().socialAccess.findUnique({ where: { buyerId: input.buyerId } });
-    if (!access?.enabled) {
+    if (!(await socialAccessEnabled(input.buyerId))) {
       throw new AppError(
         "social_access_disabled",
         "A scrape:read key needs Social API access, which is not enabled for this account.",
@@ -47,7 +43,7 @@ export async function createApiKey(input: {
     data: {
       buyerId: input.buyerId,
       name,
-      permission: toStored[input.permission],
+      permission: permissionToStored[input.permission],
       secretHash: hashSecret(secret),
       ...secretDisplayParts(secret),
       createdAt: now,
@@ -58,11 +54,81 @@ export async function createApiKey(input: {
   return { id: key.id, secret, name, permission: input.permission, expiresAt };
 }
 
-/** Revokes a key; revoking twice keeps the first revocation time. */
-export async function revokeApiKey(id: string, now = new Date()): Promise<{ id: string; revokedAt: Date }> {
-  const key = await db().apiKey.findUnique({ where: { id }, select: { revokedAt: true } });
+/**
+ * Revokes a key; revoking twice keeps the first revocation time. With `buyerId` (the dashboard)
+ * only that buyer's key can be revoked: anyone else's is "not found".
+ */
+export async function revokeApiKey(
+  id: string,
+  { buyerId, now = new Date() }: { buyerId?: string; now?: Date } = {},
+): Promise<{ id: string; revokedAt: Date }> {
+  const key = await db().apiKey.findFirst({ where: { id, buyerId }, select: { revokedAt: true } });
   if (!key) throw new AppError("key_not_found", `No API key with id ${id}.`);
   if (key.revokedAt) return { id, revokedAt: key.revokedAt };
   await db().apiKey.update({ where: { id }, data: { revokedAt: now } });
   return { id, revokedAt: now };
+}
+
+/** A new key with the name and permission of one of the buyer's keys. The old key is left as it is. */
+export async function replaceApiKey(input: {
+  buyerId: string;
+  keyId: string;
+  expiresInDays: ApiKeyExpiryDays;
+  now?: Date;
+}): Promise<NewApiKey> {
+  const old = await db().apiKey.findFirst({
+    where: { id: input.keyId, buyerId: input.buyerId },
+    select: { name: true, permission: true },
+  });
+  if (!old) throw new AppError("key_not_found", `No API key with id ${input.keyId}.`);
+  return createApiKey({ ...input, name: old.name, permission: permissionFromStored[old.permission] });
+}
+
+export type ApiKeyStatus = "active" | "expires_soon" | "expired" | "revoked";
+/** A key within this many days of its expiry is flagged in the dashboard. */
+export const EXPIRES_SOON_DAYS = 7;
+
+export function apiKeyStatus(key: { expiresAt: Date; revokedAt: Date | null }, now = new Date()): ApiKeyStatus {
+  if (key.revokedAt) return "revoked";
+  const left = key.expiresAt.getTime() - now.getTime();
+  if (left <= 0) return "expired";
+  return left <= EXPIRES_SOON_DAYS * 24 * 60 * 60 * 1000 ? "expires_soon" : "active";
+}
+
+export type ApiKeySummary = {
+  id: string;
+  name: string;
+  permission: ApiKeyPermission;
+  /** e.g. `dak_Ab3x…9fQz`: enough to recognise a key, useless to use it. */
+  display: string;
+  createdAt: Date;
+  expiresAt: Date;
+  lastUsedAt: Date | null;
+  revokedAt: Date | null;
+  status: ApiKeyStatus;
+};
+
+/** The buyer's keys, newest first, without anything secret. */
+export async function listApiKeys(buyerId: string, now = new Date()): Promise<ApiKeySummary[]> {
+  const keys = await db().apiKey.findMany({
+    where: { buyerId },
+    orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+    select: {
+      id: true,
+      name: true,
+      permission: true,
+      prefix: true,
+      last4: true,
+      createdAt: true,
+      expiresAt: true,
+      lastUsedAt: true,
+      revokedAt: true,
+    },
+  });
+  return keys.map(({ prefix, last4, permission, ...key }) => ({
+    ...key,
+    permission: permissionFromStored[permission],
+    display: `${prefix}…${last4}`,
+    status: apiKeyStatus(key, now),
+  }));
 }

@@ -2,14 +2,12 @@ import { timingSafeEqual } from "node:crypto";
 import { db } from "../db/client";
 import { AppError } from "../errors";
 import { hashSecret, isWellFormedSecret } from "./secret";
-import type { ApiKeyPermission } from "./index";
+import { permissionFromStored, type ApiKeyPermission } from "./permissions";
 
 export type AuthenticatedKey = { keyId: string; buyerId: string; permission: ApiKeyPermission };
 
 /** last_used_at is written at most once a minute per key, not on every request. */
 const LAST_USED_RESOLUTION_MS = 60_000;
-
-const fromStored = { datasets_read: "datasets:read", scrape_read: "scrape:read" } as const;
 
 /**
  * Checks an Authorization header, in this order: well-formed Bearer header, key format and
@@ -54,7 +52,7 @@ export async function authenticateApiKey(authorization: string | null, now = new
   if (!key.lastUsedAt || now.getTime() - key.lastUsedAt.getTime() >= LAST_USED_RESOLUTION_MS) {
     void recordUse(key.id, now);
   }
-  return { keyId: key.id, buyerId: key.buyerId, permission: fromStored[key.permission] };
+  return { keyId: key.id, buyerId: key.buyerId, permission: permissionFromStored[key.permission] };
 }
 
 function invalidKey(): AppError {

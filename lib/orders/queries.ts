@@ -1,5 +1,7 @@
 import { db, Prisma } from "../db/client";
 import { AppError } from "../errors";
+import type { z } from "zod";
+import type { orderSchema } from "../schemas/api";
 import type { OrderStatus } from "./index";
 
 /**
@@ -102,4 +104,18 @@ export function notDelivered(orderId: string, status: OrderStatus): AppError {
 
 function orderNotFound(orderId: string): AppError {
   return new AppError("order_not_found", `No order ${orderId} for this account.`);
+}
+
+export type OrderView = z.infer<typeof orderSchema>;
+
+/** The same reads, parsed, for the dashboard and shared pages (same JSON, same tenant boundary). */
+export async function orderPage(
+  buyerId: string,
+  page: { limit: number; offset: number },
+): Promise<{ data: OrderView[]; next_offset: number | null }> {
+  return JSON.parse(await orderPageJson(buyerId, page));
+}
+
+export async function getOrder(buyerId: string, orderId: string): Promise<OrderView> {
+  return JSON.parse(await orderJson(buyerId, orderId));
 }

@@ -1,0 +1,14 @@
+import type { ApiKeyPermission as StoredPermission } from "../db/generated/enums";
+
+export const API_KEY_PERMISSIONS = ["datasets:read", "scrape:read"] as const;
+export type ApiKeyPermission = (typeof API_KEY_PERMISSIONS)[number];
+
+/** The database enum spells the permissions with underscores; the API and the dashboard with colons. */
+export const permissionToStored: Record<ApiKeyPermission, StoredPermission> = {
+  "datasets:read": "datasets_read",
+  "scrape:read": "scrape_read",
+};
+export const permissionFromStored: Record<StoredPermission, ApiKeyPermission> = {
+  datasets_read: "datasets:read",
+  scrape_read: "scrape:read",
+};

@@ -1,0 +1,107 @@
+import { createHash, randomBytes } from "node:crypto";
+import { z } from "zod";
+import { db } from "../db/client";
+import { AppError } from "../errors";
+
+/**
+ * Share links open one order, read-only, to whoever holds the link: its page and the downloads of
+ * its delivered files, nothing else (not the buyer's other orders, the API or the dashboard).
+ * The token is `dsl_` + 43 base64url characters (256 random bits); only its SHA-256 is stored,
+ * so the link is shown once, when it is made, like an API key.
+ */
+const TOKEN_PREFIX = "dsl_";
+const TOKEN_PATTERN = /^dsl_[A-Za-z0-9_-]{43}$/;
+
+export const SHARE_LINK_EXPIRY_DAYS = [1, 7, 30, 90] as const;
+/** Days until the link expires, or "never" (until revoked). */
+export const shareLinkExpirySchema = z.union([z.literal("never"), z.literal(SHARE_LINK_EXPIRY_DAYS)]);
+export type ShareLinkExpiry = z.infer<typeof shareLinkExpirySchema>;
+
+export type ShareLinkStatus = "active" | "expired" | "revoked";
+export type ShareLinkSummary = {
+  id: string;
+  display: string;
+  createdAt: Date;
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+  status: ShareLinkStatus;
+};
+
+const hashToken = (token: string) => createHash("sha256").update(token).digest("hex");
+
+/** Creates a link to one of the buyer's orders. The token is returned here and nowhere else. */
+export async function createShareLink(input: {
+  buyerId: string;
+  orderId: string;
+  expiry: ShareLinkExpiry;
+  now?: Date;
+}): Promise<{ id: string; token: string; expiresAt: Date | null }> {
+  const order = await db().order.findFirst({
+    where: { id: input.orderId, buyerId: input.buyerId },
+    select: { id: true },
+  });
+  if (!order) throw new AppError("order_not_found", `No order ${input.orderId} for this account.`);
+  const token = TOKEN_PREFIX + randomBytes(32).toString("base64url");
+  const now = input.now ?? new Date();
+  const expiresAt = input.expiry === "never" ? null : new Date(now.getTime() + input.expiry * 24 * 60 * 60 * 1000);
+  const link = await db().shareLink.create({
+    data: {
+      orderId: order.id,
+      tokenHash: hashToken(token),
+      tokenPrefix: token.slice(0, 10),
+      createdAt: now,
+      expiresAt,
+    },
+    select: { id: true },
+  });
+  return { id: link.id, token, expiresAt };
+}
+
+/** The links of one of the buyer's orders, newest first. */
+export async function listShareLinks(buyerId: string, orderId: string, now = new Date()): Promise<ShareLinkSummary[]> {
+  const links = await db().shareLink.findMany({
+    where: { orderId, order: { buyerId } },
+    orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+    select: { id: true, tokenPrefix: true, createdAt: true, expiresAt: true, revokedAt: true },
+  });
+  return links.map(({ tokenPrefix, ...link }) => ({
+    ...link,
+    display: `${tokenPrefix}…`,
+    status: linkStatus(link, now),
+  }));
+}
+
+/** Revokes one of the buyer's links; the next request with it is refused. Revoking twice is harmless. */
+export async function revokeShareLink(buyerId: string, linkId: string, now = new Date()): Promise<void> {
+  const { count } = await db().shareLink.updateMany({
+    where: { id: linkId, order: { buyerId }, revokedAt: null },
+    data: { revokedAt: now },
+  });
+  if (count === 0) {
+    const exists = await db().shareLink.count({ where: { id: linkId, order: { buyerId } } });
+    if (!exists) throw new AppError("not_found", `No share link ${linkId} for this account.`);
+  }
+}
+
+/**
+ * What a token unlocks: one order (and the buyer it belongs to, to scope the reads), or nothing
+ * for a malformed, unknown, revoked or expired token. Nothing is cached: revocation is immediate.
+ */
+export async function resolveShareToken(
+  token: string,
+  now = new Date(),
+): Promise<{ orderId: string; buyerId: string } | undefined> {
+  if (!TOKEN_PATTERN.test(token)) return undefined;
+  const link = await db().shareLink.findUnique({
+    where: { tokenHash: hashToken(token) },
+    select: { orderId: true, expiresAt: true, revokedAt: true, order: { select: { buyerId: true } } },
+  });
+  if (!link || linkStatus(link, now) !== "active") return undefined;
+  return { orderId: link.orderId, buyerId: link.order.buyerId };
+}
+
+function linkStatus(link: { expiresAt: Date | null; revokedAt: Date | null }, now: Date): ShareLinkStatus {
+  if (link.revokedAt) return "revoked";
+  if (link.expiresAt && link.expiresAt <= now) return "expired";
+  return "active";
+}
