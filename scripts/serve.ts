@@ -4,6 +4,8 @@ import { promises as fs } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { disconnectDb } from "../lib/db/client";
+import { configuredOrigin } from "../lib/api/validation";
+import { MAIL_NOT_CONFIGURED, mailDelivery } from "../lib/auth/mail";
 import { DATA_DIR } from "../lib/db/config";
 import { prepareDatabase } from "../lib/db/runtime";
 import { seedDemo } from "./seed-demo";
@@ -38,6 +40,9 @@ log(
 );
 
 process.env.AUTH_SECRET ??= process.env.NEXTAUTH_SECRET ?? (await persistedSecret());
+// Sign-in links are built from NEXTAUTH_URL, never from the request's Host header, which a client can forge.
+process.env.NEXTAUTH_URL ??= configuredOrigin() || `http://localhost:${process.env.PORT ?? "3000"}`;
+logMailDelivery();
 
 const nextBin = createRequire(import.meta.url).resolve("next/dist/bin/next");
 // A product server should not phone home; set NEXT_TELEMETRY_DISABLED=0 to allow Next.js telemetry.
@@ -62,4 +67,12 @@ async function persistedSecret(): Promise<string> {
   await fs.writeFile(file, secret, { mode: 0o600 });
   log(`AUTH_SECRET is not set: generated one in ${file} (set AUTH_SECRET when running several instances).`);
   return secret;
+}
+
+function logMailDelivery(): void {
+  const delivery = mailDelivery(process.env, mode === "start");
+  if (delivery.mode === "smtp") log(`Sign-in e-mails go out over SMTP from ${delivery.from}.`);
+  else if (delivery.mode === "dev-mailbox")
+    log(`No EMAIL_SERVER: sign-in links appear in this log and at ${process.env.NEXTAUTH_URL}/dev/mailbox.`);
+  else console.warn(`[dataset-access] warning: ${MAIL_NOT_CONFIGURED} Until then, sign-in is refused.`);
 }

@@ -1,0 +1,57 @@
+import type { IncomingMessage } from "node:http";
+import { describe, expect, it } from "vitest";
+import { mailDelivery, signInMail } from "./mail";
+import { safeReturnPath } from "./return-to";
+import { clientIp } from "./signin-limits";
+
+describe("mailDelivery", () => {
+  it.each([
+    { env: { EMAIL_SERVER: "smtp://mail:587", EMAIL_FROM: "a@b.c" }, production: true, mode: "smtp" },
+    { env: { EMAIL_SERVER: "smtp://mail:587" }, production: false, mode: "smtp" },
+    { env: {}, production: false, mode: "dev-mailbox" },
+    { env: { EMAIL_SERVER: "" }, production: true, mode: "unconfigured" },
+  ])("$mode for $env (production: $production)", ({ env, production, mode }) => {
+    expect(mailDelivery(env as NodeJS.ProcessEnv, production).mode).toBe(mode);
+  });
+});
+
+describe("signInMail", () => {
+  it("carries the whole link in the text, and escapes it in the HTML", () => {
+    const url = "https://data.example.com/signin/confirm?token=abc&email=a%40b.c";
+    const mail = signInMail("a@b.c", url, 15);
+    expect(mail.text).toContain(`\n${url}\n`);
+    expect(mail.text).toContain("expires in 15 minutes");
+    expect(mail.html).toContain('href="https://data.example.com/signin/confirm?token=abc&amp;email=a%40b.c"');
+  });
+});
+
+describe("safeReturnPath", () => {
+  it.each([
+    ["/keys", "/keys"],
+    ["/orders/ord_1?x=1", "/orders/ord_1?x=1"],
+    ["https://evil.example/", "/orders"],
+    ["//evil.example/", "/orders"],
+    ["/\\evil.example", "/orders"],
+    [undefined, "/orders"],
+    [["/keys"], "/orders"],
+  ])("%j -> %s", (value, expected) => {
+    expect(safeReturnPath(value)).toBe(expected);
+  });
+});
+
+describe("clientIp", () => {
+  const request = (forwarded?: string) =>
+    ({
+      headers: forwarded ? { "x-forwarded-for": forwarded } : {},
+      socket: { remoteAddress: "10.0.0.1" },
+    }) as unknown as IncomingMessage;
+
+  it("is the socket's peer unless a proxy is trusted", () => {
+    expect(clientIp(request("1.2.3.4"), {} as NodeJS.ProcessEnv)).toBe("10.0.0.1");
+  });
+  it("behind a trusted proxy, is the address the proxy appended, not what the client claimed", () => {
+    const env = { TRUST_PROXY: "true" } as unknown as NodeJS.ProcessEnv;
+    expect(clientIp(request("6.6.6.6, 1.2.3.4"), env)).toBe("1.2.3.4");
+    expect(clientIp(request(), env)).toBe("10.0.0.1");
+  });
+});

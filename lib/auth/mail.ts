@@ -1,0 +1,79 @@
+import nodemailer, { type Transporter } from "nodemailer";
+
+/**
+ * How sign-in e-mails leave the app (../shared/CONTRACT.md, E-mail):
+ * - `smtp`: EMAIL_SERVER (an SMTP URL, e.g. smtp://user:pass@smtp.example.com:587) and EMAIL_FROM.
+ * - `dev-mailbox`: no EMAIL_SERVER outside production. The link is printed in the server log and
+ *   kept in memory for the development-only mailbox page (/dev/mailbox).
+ * - `unconfigured`: production without EMAIL_SERVER. Sign-in refuses to start, with a clear error.
+ */
+export type MailDelivery = { mode: "smtp"; from: string } | { mode: "dev-mailbox" } | { mode: "unconfigured" };
+
+export const DEFAULT_EMAIL_FROM = "Dataset Access <no-reply@localhost>";
+
+export function mailDelivery(
+  env: NodeJS.ProcessEnv = process.env,
+  // Read as process.env.NODE_ENV so the production build fixes it ("production" under `next start`).
+  production = process.env.NODE_ENV === "production",
+): MailDelivery {
+  if (env.EMAIL_SERVER) return { mode: "smtp", from: env.EMAIL_FROM || DEFAULT_EMAIL_FROM };
+  return production ? { mode: "unconfigured" } : { mode: "dev-mailbox" };
+}
+
+export const MAIL_NOT_CONFIGURED =
+  "E-mail sign-in is not configured on this server: set EMAIL_SERVER (an SMTP URL) and EMAIL_FROM.";
+
+export type SignInMail = { to: string; url: string; subject: string; text: string; html: string };
+
+/** The sign-in message. Plain text carries the link whole, so any mail client can open it. */
+export function signInMail(to: string, url: string, validMinutes: number): SignInMail {
+  const host = new URL(url).host;
+  const text = [
+    `Sign in to Dataset Access (${host}) with this link:`,
+    "",
+    url,
+    "",
+    `The link works once and expires in ${validMinutes} minutes.`,
+    "If you did not ask to sign in, ignore this e-mail: nothing happens without the link.",
+  ].join("\n");
+  const escapedUrl = url.replaceAll("&", "&amp;").replaceAll('"', "&quot;").replaceAll("<", "&lt;");
+  const html = `<!doctype html><html><body style="font-family:system-ui,sans-serif;color:#0f172a">
+<p>Sign in to Dataset Access (${host}):</p>
+<p><a href="${escapedUrl}" style="display:inline-block;padding:10px 16px;background:#0f172a;color:#fff;border-radius:6px;text-decoration:none">Sign in</a></p>
+<p style="color:#475569;font-size:14px">The link works once and expires in ${validMinutes} minutes. If you did not ask to sign in, ignore this e-mail.</p>
+</body></html>`;
+  return { to, url, subject: "Your sign-in link for Dataset Access", text, html };
+}
+
+type DevMailbox = { messages: (SignInMail & { sentAt: Date })[] };
+const shared = globalThis as unknown as { devMailbox?: DevMailbox; mailTransport?: Transporter };
+const DEV_MAILBOX_SIZE = 50;
+
+/** Sends (or, in development without SMTP, logs and keeps) a sign-in e-mail. */
+export async function deliverSignInMail(mail: SignInMail, delivery = mailDelivery()): Promise<void> {
+  if (delivery.mode === "unconfigured") throw new Error(MAIL_NOT_CONFIGURED);
+  if (delivery.mode === "dev-mailbox") {
+    const mailbox = (shared.devMailbox ??= { messages: [] });
+    mailbox.messages.unshift({ ...mail, sentAt: new Date() });
+    mailbox.messages.length = Math.min(mailbox.messages.length, DEV_MAILBOX_SIZE);
+    // Development only: production never logs a sign-in link.
+    console.info(`[dev mailbox] sign-in link for ${mail.to}: ${mail.url}`);
+    return;
+  }
+  shared.mailTransport ??= nodemailer.createTransport(process.env.EMAIL_SERVER);
+  const result = await shared.mailTransport.sendMail({
+    to: mail.to,
+    from: delivery.from,
+    subject: mail.subject,
+    text: mail.text,
+    html: mail.html,
+  });
+  const refused = [...result.rejected, ...(result.pending ?? [])];
+  if (refused.length > 0)
+    throw new Error(`The mail server refused the sign-in e-mail for ${refused.length} address(es).`);
+}
+
+/** The development mailbox, newest first (empty outside development). */
+export function devMailboxMessages(): readonly (SignInMail & { sentAt: Date })[] {
+  return mailDelivery().mode === "dev-mailbox" ? (shared.devMailbox?.messages ?? []) : [];
+}

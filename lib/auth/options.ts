@@ -1,0 +1,67 @@
+import { PrismaAdapter } from "@next-auth/prisma-adapter";
+import type { NextAuthOptions } from "next-auth";
+import EmailProvider from "next-auth/providers/email";
+import { db } from "../db/client";
+import { appSecret } from "../secrets";
+import { SIGNIN_LINK_MINUTES } from "./constants";
+import { deliverSignInMail, mailDelivery, signInMail } from "./mail";
+
+const SESSION_DAYS = 30;
+
+export const AUTH_PAGES = {
+  signIn: "/signin",
+  verifyRequest: "/signin/check-email",
+  error: "/signin/error",
+} as const;
+
+/**
+ * next-auth's options, built on first use (the Prisma client must not be created at build time).
+ * Sessions live in the database, so signing out or deleting a session ends it at once.
+ */
+export function authOptions(): NextAuthOptions {
+  return (shared.authOptions ??= {
+    secret: appSecret(),
+    // The Prisma 7 client generated into lib/db is the client this adapter was written for, under another import path.
+    adapter: PrismaAdapter(db() as unknown as Parameters<typeof PrismaAdapter>[0]),
+    session: { strategy: "database", maxAge: SESSION_DAYS * 24 * 60 * 60, updateAge: 24 * 60 * 60 },
+    pages: AUTH_PAGES,
+    providers: [
+      EmailProvider({
+        maxAge: SIGNIN_LINK_MINUTES * 60,
+        from: mailDelivery().mode === "smtp" ? process.env.EMAIL_FROM : undefined,
+        async sendVerificationRequest({ identifier, url }) {
+          await deliverSignInMail(signInMail(identifier, confirmationUrl(url), SIGNIN_LINK_MINUTES));
+        },
+      }),
+    ],
+    callbacks: {
+      // Accounts exist for buyers only (created with their orders), so a sign-in request for any
+      // other address sends nothing; it lands on the same "check your inbox" page, so the form
+      // does not reveal which addresses are buyers.
+      async signIn({ user, email }) {
+        if (!email?.verificationRequest) return true;
+        const buyer = await db().user.findUnique({ where: { email: user.email ?? "" }, select: { id: true } });
+        return buyer ? true : `${authBaseUrl()}${AUTH_PAGES.verifyRequest}`;
+      },
+      session({ session, user }) {
+        return { ...session, user: { ...session.user, id: user.id, email: user.email } };
+      },
+    },
+  });
+}
+
+const shared = globalThis as unknown as { authOptions?: NextAuthOptions };
+
+/** The app's public origin for next-auth (set by the launcher from APP_URL or the local port). */
+export function authBaseUrl(): string {
+  return (process.env.NEXTAUTH_URL ?? "http://localhost:3000").replace(/\/+$/, "");
+}
+
+/**
+ * The e-mailed link opens a confirmation page rather than next-auth's callback itself: mail
+ * scanners that fetch links would otherwise use up the single-use token before the buyer clicks.
+ */
+function confirmationUrl(callbackUrl: string): string {
+  const callback = new URL(callbackUrl);
+  return `${authBaseUrl()}/signin/confirm?${callback.searchParams.toString()}`;
+}
