@@ -1,30 +1,76 @@
-import type { Metadata } from "next";
+import type { Metadata, Viewport } from "next";
 import Link from "next/link";
 import type { ReactNode } from "react";
+import { SignOutButton } from "@/components/sign-out-button";
+import { buttonClass } from "@/components/ui";
+import { currentBuyer } from "@/lib/auth/session";
 import "./globals.css";
 
 export const metadata: Metadata = {
   title: { default: "Dataset Access", template: "%s · Dataset Access" },
   description: "Your purchased datasets: a dashboard and a read-only API to list orders and download delivered files.",
 };
+export const viewport: Viewport = { width: "device-width", initialScale: 1 };
 
-export default function RootLayout({ children }: { children: ReactNode }) {
+const navLink =
+  "rounded px-1 text-slate-700 hover:text-slate-900 focus-visible:outline-2 focus-visible:outline-blue-600";
+
+/**
+ * Every page is rendered per request (the session is read here): the Content-Security-Policy
+ * nonce that proxy.ts sets needs it.
+ */
+export default async function RootLayout({ children }: { children: ReactNode }) {
+  // The header must render even when the session store is down; pages that need a buyer check again.
+  const buyer = await currentBuyer().catch(() => undefined);
   return (
     <html lang="en">
       <body className="min-h-screen">
+        <a
+          href="#main"
+          className="sr-only focus:not-sr-only focus:absolute focus:top-2 focus:left-2 focus:bg-white focus:p-2"
+        >
+          Skip to content
+        </a>
         <header className="border-b border-slate-200 bg-white">
-          <div className="mx-auto flex max-w-5xl items-center justify-between px-4 py-3">
+          <div className="mx-auto flex max-w-6xl flex-wrap items-center justify-between gap-3 px-4 py-3">
             <Link href="/" className="font-semibold tracking-tight text-slate-900">
               Dataset Access
             </Link>
-            <nav aria-label="Main" className="flex gap-4 text-sm">
-              <Link href="/docs/api" className="text-slate-700 hover:text-slate-900">
+            <nav aria-label="Main" className="flex flex-wrap items-center gap-x-4 gap-y-2 text-sm">
+              {buyer && (
+                <>
+                  <Link href="/orders" className={navLink}>
+                    Orders
+                  </Link>
+                  <Link href="/keys" className={navLink}>
+                    API keys
+                  </Link>
+                </>
+              )}
+              <Link href="/getting-started" className={navLink}>
+                Getting started
+              </Link>
+              <Link href="/docs/api" className={navLink}>
                 API reference
               </Link>
+              {buyer ? (
+                <span className="flex items-center gap-2">
+                  <span className="hidden text-slate-500 sm:inline" data-testid="signed-in-as">
+                    {buyer.email}
+                  </span>
+                  <SignOutButton />
+                </span>
+              ) : (
+                <Link href="/signin" className={buttonClass("primary", "sm")}>
+                  Sign in
+                </Link>
+              )}
             </nav>
           </div>
         </header>
-        <main className="mx-auto max-w-5xl px-4 py-10">{children}</main>
+        <main id="main" className="mx-auto max-w-6xl px-4 py-8 sm:py-10">
+          {children}
+        </main>
       </body>
     </html>
   );

@@ -1,9 +1,12 @@
+import Link from "next/link";
+import { buttonClass } from "@/components/ui";
+import { currentBuyer } from "@/lib/auth/session";
 import { databaseIsUp } from "@/lib/health";
 
 export const dynamic = "force-dynamic";
 
 export default async function HomePage() {
-  const up = await databaseIsUp();
+  const [up, buyer] = await Promise.all([databaseIsUp(), currentBuyer().catch(() => undefined)]);
   return (
     <div className="space-y-10">
       <section className="space-y-4">
@@ -12,6 +15,14 @@ export default async function HomePage() {
           Dataset Access gives your team a dashboard and a read-only HTTP API for your paid dataset orders: list them,
           check their status and download delivered files from your own backend.
         </p>
+        <div className="flex flex-wrap gap-3">
+          <Link href={buyer ? "/orders" : "/signin"} className={buttonClass("primary")}>
+            {buyer ? "Your orders" : "Sign in"}
+          </Link>
+          <Link href="/getting-started" className={buttonClass("secondary")}>
+            Getting started with the API
+          </Link>
+        </div>
       </section>
       <section className="grid gap-4 sm:grid-cols-3">
         {[

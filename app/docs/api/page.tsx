@@ -1,8 +1,8 @@
 import type { Metadata } from "next";
-import { headers } from "next/headers";
 import { buildOpenApiDocument } from "@/lib/api/openapi";
 import { apiErrorCatalog } from "@/lib/api/problem";
-import { publicOrigin } from "@/lib/api/validation";
+import { siteOrigin } from "@/lib/site";
+import { CodeBlock } from "@/components/code-block";
 
 export const metadata: Metadata = { title: "API reference" };
 export const dynamic = "force-dynamic";
@@ -13,21 +13,9 @@ type Operation = {
   parameters?: { name: string; in: string; description?: string }[];
 };
 
-async function baseUrl(): Promise<string> {
-  return publicOrigin({ headers: await headers(), url: "http://localhost/" });
-}
-
-function Code({ children }: { children: string }) {
-  return (
-    <pre className="overflow-x-auto rounded-md bg-slate-900 p-4 text-sm text-slate-100">
-      <code>{children}</code>
-    </pre>
-  );
-}
-
 /** Rendered from the same OpenAPI document as /api/v1/openapi.json, so the two cannot disagree. */
 export default async function ApiReferencePage() {
-  const origin = await baseUrl();
+  const origin = await siteOrigin();
   const document = buildOpenApiDocument(`${origin}/api/v1`);
   const paths = Object.entries(document.paths ?? {}) as [string, Record<string, Operation>][];
   return (
@@ -52,7 +40,7 @@ export default async function ApiReferencePage() {
           have one permission (<code>datasets:read</code> for orders) and must stay on your server: never put them in
           browser or mobile code.
         </p>
-        <Code>{`export DATASET_ACCESS_KEY=dak_...   # from the dashboard, shown once\ncurl -H "Authorization: Bearer $DATASET_ACCESS_KEY" ${origin}/api/v1/orders`}</Code>
+        <CodeBlock>{`export DATASET_ACCESS_KEY=dak_...   # from the dashboard, shown once\ncurl -H "Authorization: Bearer $DATASET_ACCESS_KEY" ${origin}/api/v1/orders`}</CodeBlock>
       </section>
 
       <section className="space-y-6">
@@ -85,7 +73,7 @@ export default async function ApiReferencePage() {
         <p className="text-slate-700">
           List orders page by page, read one, and download a file (follow the redirect with -L):
         </p>
-        <Code>
+        <CodeBlock>
           {[
             `curl -H "Authorization: Bearer $DATASET_ACCESS_KEY" "${origin}/api/v1/orders?limit=50&offset=0"`,
             `curl -H "Authorization: Bearer $DATASET_ACCESS_KEY" ${origin}/api/v1/orders/ord_...`,
@@ -93,7 +81,7 @@ export default async function ApiReferencePage() {
             `# resume an interrupted download: ask for a fresh link, then continue where the file stops`,
             `curl -L -C - -o products.csv -H "Authorization: Bearer $DATASET_ACCESS_KEY" ${origin}/api/v1/orders/ord_.../files/fil_...`,
           ].join("\n")}
-        </Code>
+        </CodeBlock>
         <p className="text-sm text-slate-600">
           curl sends the Authorization header only to the original host, so the signed link it follows needs none. Check
           a download against the file&apos;s <code>sha256</code> (also its ETag).

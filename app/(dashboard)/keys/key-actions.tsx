@@ -1,0 +1,258 @@
+"use client";
+
+import { useRouter } from "next/navigation";
+import { useState, useTransition, type FormEvent } from "react";
+import { CopyButton } from "@/components/copy-button";
+import { Dialog } from "@/components/dialog";
+import { Button, Notice, inputClass } from "@/components/ui";
+import { formatDate } from "@/lib/format";
+import { createKeyAction, replaceKeyAction, revokeKeyAction, type CreatedKey, type KeyActionResult } from "./actions";
+
+/** Runs a key action; on success refreshes the server-rendered table and passes the result on. */
+function useKeyAction() {
+  const router = useRouter();
+  const [pending, startTransition] = useTransition();
+  const [error, setError] = useState<string>();
+  function run(action: () => Promise<KeyActionResult>, onDone: (key?: CreatedKey) => void) {
+    setError(undefined);
+    startTransition(async () => {
+      const result = await action().catch(() => ({
+        ok: false as const,
+        error: "The server could not do that. Try again.",
+      }));
+      if (!result.ok) return setError(result.error);
+      onDone(result.key);
+      router.refresh();
+    });
+  }
+  return { pending, error, run, clearError: () => setError(undefined) };
+}
+
+function ExpiryChoice({ choices, defaultValue }: { choices: number[]; defaultValue: number }) {
+  return (
+    <fieldset className="space-y-1">
+      <legend className="text-sm font-medium">Expires in</legend>
+      <div className="flex flex-wrap gap-4">
+        {choices.map((days) => (
+          <label key={days} className="flex items-center gap-2 text-sm">
+            <input type="radio" name="expiresInDays" value={days} defaultChecked={days === defaultValue} />
+            {days} days
+          </label>
+        ))}
+      </div>
+    </fieldset>
+  );
+}
+
+export function CreateKeyButton({ socialEnabled, expiryChoices }: { socialEnabled: boolean; expiryChoices: number[] }) {
+  const [open, setOpen] = useState(false);
+  const [secretKey, setSecretKey] = useState<CreatedKey>();
+  const { pending, error, run, clearError } = useKeyAction();
+
+  function submit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    const form = new FormData(event.currentTarget);
+    const input = {
+      name: String(form.get("name") ?? ""),
+      expiresInDays: String(form.get("expiresInDays") ?? ""),
+      permission: String(form.get("permission") ?? ""),
+    };
+    run(
+      () => createKeyAction(input),
+      (key) => {
+        setOpen(false);
+        setSecretKey(key);
+      },
+    );
+  }
+
+  return (
+    <>
+      <Button onClick={() => (clearError(), setOpen(true))}>Create key</Button>
+      <Dialog open={open} title="Create an API key" onClose={() => setOpen(false)}>
+        <form onSubmit={submit} className="space-y-4">
+          {error && <Notice tone="error">{error}</Notice>}
+          <div className="space-y-1">
+            <label htmlFor="key-name" className="block text-sm font-medium">
+              Name
+            </label>
+            <input
+              id="key-name"
+              name="name"
+              required
+              maxLength={100}
+              className={inputClass}
+              placeholder="e.g. warehouse-sync"
+            />
+            <p className="text-xs text-slate-500">Say where it is used, so you know what breaks if you revoke it.</p>
+          </div>
+          <ExpiryChoice choices={expiryChoices} defaultValue={90} />
+          <fieldset className="space-y-1">
+            <legend className="text-sm font-medium">Permission</legend>
+            <label className="flex items-center gap-2 text-sm">
+              <input type="radio" name="permission" value="datasets:read" defaultChecked />
+              <span>
+                <code>datasets:read</code>: list orders, read them, download files
+              </span>
+            </label>
+            <label className={`flex items-center gap-2 text-sm ${socialEnabled ? "" : "text-slate-400"}`}>
+              <input
+                type="radio"
+                name="permission"
+                value="scrape:read"
+                disabled={!socialEnabled}
+                aria-describedby="scrape-help"
+              />
+              <span>
+                <code>scrape:read</code>: Social API profiles
+              </span>
+            </label>
+            {!socialEnabled && (
+              <p id="scrape-help" className="text-xs text-slate-500">
+                Social API access is not enabled for this account.
+              </p>
+            )}
+          </fieldset>
+          <div className="flex justify-end gap-2">
+            <Button tone="secondary" onClick={() => setOpen(false)}>
+              Cancel
+            </Button>
+            <Button type="submit" disabled={pending}>
+              {pending ? "Creating…" : "Create key"}
+            </Button>
+          </div>
+        </form>
+      </Dialog>
+      <SecretDialog created={secretKey} onClose={() => setSecretKey(undefined)} />
+    </>
+  );
+}
+
+/** The only place a secret is ever shown. It lives in this component's state until the dialog closes. */
+function SecretDialog({ created, onClose }: { created?: CreatedKey; onClose: () => void }) {
+  return (
+    <Dialog open={created !== undefined} title="Copy your new API key" onClose={onClose}>
+      {created && (
+        <>
+          <Notice tone="warning">
+            <strong>This is the only time the key is shown.</strong> Copy it into your server&apos;s secret store now.
+            If you lose it, create a replacement and revoke this one.
+          </Notice>
+          <p className="text-sm text-slate-700">
+            <strong>{created.name}</strong> · <code>{created.permission}</code> · expires{" "}
+            {formatDate(created.expiresAt)}
+          </p>
+          <div className="flex items-center gap-2 rounded-md border border-slate-300 bg-slate-50 p-2">
+            <code data-testid="new-key-secret" className="flex-1 font-mono text-sm break-all select-all">
+              {created.secret}
+            </code>
+            <CopyButton value={created.secret} label="Copy API key" />
+          </div>
+          <div className="flex justify-end">
+            <Button onClick={onClose}>I have stored it</Button>
+          </div>
+        </>
+      )}
+    </Dialog>
+  );
+}
+
+export function RevokeKeyButton({ keyId, name }: { keyId: string; name: string }) {
+  const [open, setOpen] = useState(false);
+  const { pending, error, run } = useKeyAction();
+  return (
+    <>
+      <Button tone="secondary" size="sm" onClick={() => setOpen(true)} aria-label={`Revoke ${name}`}>
+        Revoke
+      </Button>
+      <Dialog open={open} title={`Revoke “${name}”?`} onClose={() => setOpen(false)}>
+        {error && <Notice tone="error">{error}</Notice>}
+        <p className="text-sm text-slate-700">
+          Requests with this key fail from the next one on. This cannot be undone: to restore access, create a new key.
+        </p>
+        <div className="flex justify-end gap-2">
+          <Button tone="secondary" onClick={() => setOpen(false)}>
+            Cancel
+          </Button>
+          <Button
+            tone="danger"
+            disabled={pending}
+            onClick={() =>
+              run(
+                () => revokeKeyAction(keyId),
+                () => setOpen(false),
+              )
+            }
+          >
+            {pending ? "Revoking…" : "Revoke key"}
+          </Button>
+        </div>
+      </Dialog>
+    </>
+  );
+}
+
+export function ReplaceKeyButton({
+  keyId,
+  name,
+  expiryChoices,
+  canRevokeOld,
+}: {
+  keyId: string;
+  name: string;
+  expiryChoices: number[];
+  canRevokeOld: boolean;
+}) {
+  const [open, setOpen] = useState(false);
+  const [secretKey, setSecretKey] = useState<CreatedKey>();
+  const { pending, error, run } = useKeyAction();
+
+  function submit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    const form = new FormData(event.currentTarget);
+    const input = {
+      keyId,
+      expiresInDays: String(form.get("expiresInDays") ?? ""),
+      revokeOld: form.get("revokeOld") === "on",
+    };
+    run(
+      () => replaceKeyAction(input),
+      (key) => {
+        setOpen(false);
+        setSecretKey(key);
+      },
+    );
+  }
+
+  return (
+    <>
+      <Button tone="secondary" size="sm" onClick={() => setOpen(true)} aria-label={`Replace ${name}`}>
+        Replace
+      </Button>
+      <Dialog open={open} title={`Replace “${name}”`} onClose={() => setOpen(false)}>
+        <form onSubmit={submit} className="space-y-4">
+          {error && <Notice tone="error">{error}</Notice>}
+          <p className="text-sm text-slate-700">
+            Creates a new key with the same name and permission. Deploy it, then revoke the old one (or revoke it now).
+          </p>
+          <ExpiryChoice choices={expiryChoices} defaultValue={90} />
+          {canRevokeOld && (
+            <label className="flex items-center gap-2 text-sm">
+              <input type="checkbox" name="revokeOld" />
+              Revoke the old key now (for a leaked key)
+            </label>
+          )}
+          <div className="flex justify-end gap-2">
+            <Button tone="secondary" onClick={() => setOpen(false)}>
+              Cancel
+            </Button>
+            <Button type="submit" disabled={pending}>
+              {pending ? "Creating…" : "Create replacement"}
+            </Button>
+          </div>
+        </form>
+      </Dialog>
+      <SecretDialog created={secretKey} onClose={() => setSecretKey(undefined)} />
+    </>
+  );
+}

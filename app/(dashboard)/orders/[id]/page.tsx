@@ -1,0 +1,70 @@
+import type { Metadata } from "next";
+import Link from "next/link";
+import { notFound } from "next/navigation";
+import { OrderFiles, OrderStatusBadge, notDownloadableReason } from "@/components/order-files";
+import { Notice, linkClass } from "@/components/ui";
+import { requireBuyer } from "@/lib/auth/session";
+import { AppError } from "@/lib/errors";
+import { formatDate } from "@/lib/format";
+import { getOrder } from "@/lib/orders/queries";
+import { listShareLinks, SHARE_LINK_EXPIRY_DAYS } from "@/lib/shares";
+import { ShareLinks } from "./share-links";
+
+export const metadata: Metadata = { title: "Order" };
+
+export default async function OrderPage({
+  params,
+  searchParams,
+}: {
+  params: Promise<{ id: string }>;
+  searchParams: Promise<{ refused?: string }>;
+}) {
+  const { id } = await params;
+  const buyer = await requireBuyer(`/orders/${encodeURIComponent(id)}`);
+  const order = await getOrder(buyer.id, id).catch((error: unknown) => {
+    if (error instanceof AppError && error.code === "order_not_found") notFound();
+    throw error;
+  });
+  const links = await listShareLinks(buyer.id, order.id);
+  const refused = (await searchParams).refused !== undefined;
+  return (
+    <div className="space-y-8">
+      <nav aria-label="Breadcrumb" className="text-sm">
+        <Link href="/orders" className={linkClass}>
+          ← All orders
+        </Link>
+      </nav>
+      <header className="space-y-2">
+        <div className="flex flex-wrap items-center gap-3">
+          <h1 className="text-2xl font-bold tracking-tight">{order.name}</h1>
+          <OrderStatusBadge status={order.status} />
+        </div>
+        <dl className="grid gap-x-6 gap-y-1 text-sm text-slate-600 sm:grid-cols-[auto_1fr]">
+          <dt className="font-medium text-slate-700">Order id</dt>
+          <dd className="font-mono text-xs break-all">{order.id}</dd>
+          <dt className="font-medium text-slate-700">Paid</dt>
+          <dd>{formatDate(order.paid_at)}</dd>
+          <dt className="font-medium text-slate-700">Delivered</dt>
+          <dd>{formatDate(order.delivered_at, "Not yet")}</dd>
+        </dl>
+      </header>
+      {refused && (
+        <Notice tone="error">
+          <span data-testid="download-refused">Download refused. {notDownloadableReason(order.status)}</span>
+        </Notice>
+      )}
+      <OrderFiles order={order} downloadHref={(fileId) => `/orders/${order.id}/files/${fileId}`} />
+      <ShareLinks
+        orderId={order.id}
+        expiryChoices={[...SHARE_LINK_EXPIRY_DAYS]}
+        links={links.map((link) => ({
+          id: link.id,
+          display: link.display,
+          status: link.status,
+          createdAt: formatDate(link.createdAt),
+          expiresAt: formatDate(link.expiresAt, "Never"),
+        }))}
+      />
+    </div>
+  );
+}

@@ -1,0 +1,138 @@
+"use client";
+
+import { useRouter } from "next/navigation";
+import { useState, useTransition, type FormEvent } from "react";
+import { CopyButton } from "@/components/copy-button";
+import { Dialog } from "@/components/dialog";
+import { Badge, Button, Notice, inputClass } from "@/components/ui";
+import { createShareLinkAction, revokeShareLinkAction, type ShareActionResult } from "./share-actions";
+
+type LinkRow = {
+  id: string;
+  display: string;
+  status: "active" | "expired" | "revoked";
+  createdAt: string;
+  expiresAt: string;
+};
+const TONE = { active: "green", expired: "red", revoked: "slate" } as const;
+
+export function ShareLinks({
+  orderId,
+  links,
+  expiryChoices,
+}: {
+  orderId: string;
+  links: LinkRow[];
+  expiryChoices: number[];
+}) {
+  const router = useRouter();
+  const [pending, startTransition] = useTransition();
+  const [error, setError] = useState<string>();
+  const [createdUrl, setCreatedUrl] = useState<string>();
+  const [revoking, setRevoking] = useState<LinkRow>();
+
+  function run(action: () => Promise<ShareActionResult>, onDone: (url?: string) => void) {
+    setError(undefined);
+    startTransition(async () => {
+      const result = await action().catch(() => ({
+        ok: false as const,
+        error: "The server could not do that. Try again.",
+      }));
+      if (!result.ok) return setError(result.error);
+      onDone(result.url);
+      router.refresh();
+    });
+  }
+
+  function create(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    const expiry = String(new FormData(event.currentTarget).get("expiry") ?? "");
+    run(() => createShareLinkAction({ orderId, expiry }), setCreatedUrl);
+  }
+
+  return (
+    <section className="space-y-3" aria-labelledby="share-heading">
+      <h2 id="share-heading" className="text-lg font-semibold">
+        Share links
+      </h2>
+      <p className="text-sm text-slate-600">
+        A share link opens this order, and nothing else, to anyone who has it: they can see it and download its
+        delivered files without signing in. Revoke it when it is no longer needed.
+      </p>
+      {error && <Notice tone="error">{error}</Notice>}
+      <form onSubmit={create} className="flex flex-wrap items-end gap-3">
+        <div className="space-y-1">
+          <label htmlFor="share-expiry" className="block text-sm font-medium">
+            Link expires
+          </label>
+          <select id="share-expiry" name="expiry" defaultValue="7" className={inputClass}>
+            {expiryChoices.map((days) => (
+              <option key={days} value={days}>
+                after {days} day{days === 1 ? "" : "s"}
+              </option>
+            ))}
+            <option value="never">never (until revoked)</option>
+          </select>
+        </div>
+        <Button type="submit" disabled={pending}>
+          Create share link
+        </Button>
+      </form>
+      {links.length > 0 && (
+        <ul className="divide-y divide-slate-100 rounded-lg border border-slate-200 bg-white text-sm">
+          {links.map((link) => (
+            <li key={link.id} className="flex flex-wrap items-center gap-3 p-3" data-testid="share-link-row">
+              <code className="font-mono text-xs">{link.display}</code>
+              <Badge tone={TONE[link.status]}>{link.status[0]!.toUpperCase() + link.status.slice(1)}</Badge>
+              <span className="text-slate-600">
+                created {link.createdAt} · expires {link.expiresAt}
+              </span>
+              {link.status === "active" && (
+                <Button tone="secondary" size="sm" className="ml-auto" onClick={() => setRevoking(link)}>
+                  Revoke<span className="sr-only"> share link {link.display}</span>
+                </Button>
+              )}
+            </li>
+          ))}
+        </ul>
+      )}
+      <Dialog open={createdUrl !== undefined} title="Share link created" onClose={() => setCreatedUrl(undefined)}>
+        <Notice tone="warning">
+          Copy the link now: it is shown only this once. Anyone with it can open this order and download its files.
+        </Notice>
+        <div className="flex items-center gap-2 rounded-md border border-slate-300 bg-slate-50 p-2">
+          <code data-testid="new-share-url" className="flex-1 font-mono text-xs break-all select-all">
+            {createdUrl}
+          </code>
+          <CopyButton value={createdUrl ?? ""} label="Copy share link" />
+        </div>
+        <div className="flex justify-end">
+          <Button onClick={() => setCreatedUrl(undefined)}>Done</Button>
+        </div>
+      </Dialog>
+      <Dialog open={revoking !== undefined} title="Revoke this share link?" onClose={() => setRevoking(undefined)}>
+        <p className="text-sm text-slate-700">
+          Whoever has <code>{revoking?.display}</code> loses access to this order at once.
+        </p>
+        <div className="flex justify-end gap-2">
+          <Button tone="secondary" onClick={() => setRevoking(undefined)}>
+            Cancel
+          </Button>
+          <Button
+            tone="danger"
+            disabled={pending}
+            onClick={() =>
+              revoking &&
+              run(
+                () => revokeShareLinkAction({ orderId, linkId: revoking.id }),
+                () => setRevoking(undefined),
+              )
+            }
+          >
+            Revoke link
+          </Button>
+        </div>
+      </Dialog>
+    </section>
+  );
+}

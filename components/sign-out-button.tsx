@@ -1,0 +1,12 @@
+"use client";
+
+import { signOut } from "next-auth/react";
+import { buttonClass } from "./ui";
+
+export function SignOutButton() {
+  return (
+    <button type="button" className={buttonClass("secondary", "sm")} onClick={() => signOut({ callbackUrl: "/" })}>
+      Sign out
+    </button>
+  );
+}

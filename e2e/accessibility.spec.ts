@@ -1,0 +1,35 @@
+import { buyerWithOrders, expect, screenshot, signIn, test } from "./helpers";
+
+test("the dashboard reads on a phone without sideways scrolling", async ({ page }) => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  const account = await buyerWithOrders("e2e-phone");
+  await signIn(page, account.email);
+  for (const [path, name] of [
+    ["/orders", "phone-orders"],
+    [`/orders/${account.delivered.id}`, "phone-order"],
+    ["/keys", "phone-keys"],
+    ["/getting-started", "phone-getting-started"],
+  ] as const) {
+    await page.goto(path);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    expect(overflow, `${path} is wider than the screen`).toBeLessThanOrEqual(0);
+    await screenshot(page, name);
+  }
+});
+
+test("a key can be created with the keyboard alone", async ({ page }) => {
+  const account = await buyerWithOrders("e2e-keyboard");
+  await signIn(page, account.email);
+  await page.goto("/keys");
+  await page.getByRole("button", { name: "Create key" }).focus();
+  await page.keyboard.press("Enter");
+  const form = page.getByRole("dialog", { name: "Create an API key" });
+  await expect(form.getByLabel("Name")).toBeFocused();
+  await page.keyboard.type("keyboard-only");
+  await page.keyboard.press("Enter");
+  const shown = page.getByRole("dialog", { name: "Copy your new API key" });
+  await expect(shown.getByTestId("new-key-secret")).toHaveText(/^dak_/);
+  await page.keyboard.press("Escape");
+  await expect(shown).toBeHidden();
+  await expect(page.getByTestId("key-row").filter({ hasText: "keyboard-only" })).toHaveCount(1);
+});

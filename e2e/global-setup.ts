@@ -1,0 +1,66 @@
+import { promises as fs } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { SMTPServer } from "smtp-server";
+import { buildProductionServer, createDatabase, openTestDatabaseServer } from "../tests/helpers/database-server";
+import { prepareTestEnvironment } from "../tests/helpers/fixtures";
+import { freePort, startServer } from "../tests/helpers/server";
+
+/**
+ * Before the end-to-end tests: a real SMTP server on loopback that writes every message it
+ * receives to E2E_MAIL_DIR, a migrated database, and the production server (`npm start`) sending
+ * its sign-in e-mails to that SMTP server. Tests read the URL, database and mail directory from
+ * the environment this sets.
+ */
+export default async function globalSetup() {
+  buildProductionServer();
+  const databaseServer = await openTestDatabaseServer();
+  const environment = await prepareTestEnvironment(
+    await createDatabase(databaseServer.url, "e2e", { migrated: true }),
+    "e2e",
+  );
+  const mailDir = await fs.mkdtemp(path.join(os.tmpdir(), "e2e-mail-"));
+  const smtpPort = await freePort();
+  let received = 0;
+  const smtp = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ["STARTTLS"],
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on("data", (chunk: Buffer) => chunks.push(chunk));
+      stream.on("end", () => {
+        const to = session.envelope.rcptTo.map((recipient) => recipient.address.toLowerCase());
+        const file = path.join(mailDir, `${Date.now()}-${++received}.json`);
+        fs.writeFile(file, JSON.stringify({ to, raw: Buffer.concat(chunks).toString("utf8") })).then(
+          () => callback(),
+          callback,
+        );
+      });
+    },
+  });
+  await new Promise<void>((resolve) => smtp.listen(smtpPort, "127.0.0.1", resolve));
+
+  const server = await startServer({
+    databaseUrl: environment.database.url,
+    storageDir: environment.storageDir,
+    withAppUrl: true,
+    env: {
+      // In-process rate limits: every run signs in a dozen times from 127.0.0.1, and a shared
+      // Redis would carry those counts into the next run.
+      REDIS_URL: "",
+      EMAIL_SERVER: `smtp://127.0.0.1:${smtpPort}`,
+      EMAIL_FROM: "Dataset Access <sign-in@dataset-access.test>",
+    },
+  });
+  process.env.E2E_BASE_URL = server.url;
+  process.env.E2E_MAIL_DIR = mailDir;
+
+  return async () => {
+    await server.stop();
+    await new Promise<void>((resolve) => smtp.close(() => resolve()));
+    await environment.cleanup();
+    await databaseServer.stop();
+    await fs.rm(mailDir, { recursive: true, force: true });
+    if (process.env.E2E_SHOW_SERVER_LOG === "1") console.log(server.output());
+  };
+}

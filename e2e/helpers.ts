@@ -1,0 +1,115 @@
+import { createHash, randomBytes } from "node:crypto";
+import { promises as fs } from "node:fs";
+import path from "node:path";
+import { test as base, expect, type Page } from "@playwright/test";
+import PostalMime from "postal-mime";
+import { buyer, order } from "../tests/helpers/fixtures";
+
+/**
+ * Fixtures of the end-to-end tests. Data is loaded through the domain modules (as the operator
+ * CLI does) into the database the server under test uses (DATABASE_URL, set by global-setup).
+ */
+
+export const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
+
+/** A buyer with a delivered order (two files), a refunded order (one file) and an unfinished one. */
+export async function buyerWithOrders(label: string) {
+  const account = await buyer(label);
+  const deliveredFiles = { "products.csv": randomBytes(48_213), "reviews.jsonl": randomBytes(1024) };
+  const refundedFiles = { "old-prices.csv": randomBytes(2048) };
+  const unfinished = await order(account.id, { name: `${label}: crawl in progress`, status: "unfinished" });
+  const refunded = await order(account.id, {
+    name: `${label}: refunded prices`,
+    status: "refunded",
+    files: refundedFiles,
+  });
+  const delivered = await order(account.id, {
+    name: `${label}: product catalogue`,
+    status: "delivered",
+    files: deliveredFiles,
+  });
+  return { ...account, delivered, deliveredFiles, refunded, refundedFiles, unfinished };
+}
+
+type Mail = { to: string[]; subject: string; text: string };
+
+/** The next sign-in e-mail the SMTP server received for `email` after `since` (ms since the epoch). */
+export async function waitForMail(email: string, since: number, timeoutMs = 15_000): Promise<Mail> {
+  const mailDir = process.env.E2E_MAIL_DIR!;
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    for (const name of (await fs.readdir(mailDir)).sort()) {
+      if (Number(name.split("-")[0]) < since) continue;
+      const stored = JSON.parse(await fs.readFile(path.join(mailDir, name), "utf8")) as { to: string[]; raw: string };
+      if (!stored.to.includes(email.toLowerCase())) continue;
+      const parsed = await PostalMime.parse(stored.raw);
+      return { to: stored.to, subject: parsed.subject ?? "", text: parsed.text ?? "" };
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`No e-mail for ${email} within ${timeoutMs} ms`);
+}
+
+/** Every address the SMTP server has received mail for so far. */
+export async function mailRecipients(): Promise<string[]> {
+  const mailDir = process.env.E2E_MAIL_DIR!;
+  const names = await fs.readdir(mailDir);
+  const stored = await Promise.all(
+    names.map(async (name) => JSON.parse(await fs.readFile(path.join(mailDir, name), "utf8"))),
+  );
+  return stored.flatMap((mail: { to: string[] }) => mail.to);
+}
+
+export function signInLink(mail: Mail): string {
+  const link = /https?:\/\/\S+\/signin\/confirm\?\S+/.exec(mail.text)?.[0];
+  if (!link) throw new Error(`No sign-in link in the e-mail:\n${mail.text}`);
+  return link;
+}
+
+/** Asks for a sign-in link on the sign-in page and returns the link from the e-mail. */
+export async function requestSignInLink(page: Page, email: string): Promise<string> {
+  const since = Date.now();
+  await page.goto("/signin");
+  await page.getByLabel("E-mail address").fill(email);
+  await page.getByRole("button", { name: "E-mail me a sign-in link" }).click();
+  await expect(page.getByRole("heading", { name: "Check your e-mail" })).toBeVisible();
+  return signInLink(await waitForMail(email, since));
+}
+
+/** The whole sign-in: request the link, open it from the e-mail, confirm. Ends on the orders page. */
+export async function signIn(page: Page, email: string): Promise<void> {
+  const link = await requestSignInLink(page, email);
+  await page.goto(link);
+  await page.getByRole("link", { name: "Sign in" }).and(page.locator("main a")).click();
+  await expect(page).toHaveURL(/\/orders$/);
+  await expect(page.getByTestId("signed-in-as")).toHaveText(email);
+}
+
+/** A full-page screenshot kept with the test's artifacts and in test-results/e2e/screenshots/. */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  const file = path.resolve("test-results/e2e/screenshots", `${name}.png`);
+  await page.screenshot({ path: file, fullPage: true });
+  await test.info().attach(name, { path: file, contentType: "image/png" });
+}
+
+/**
+ * Every test runs against the server started by global-setup, and fails if the page broke its
+ * Content-Security-Policy (a blocked script or style would leave the page half-working).
+ */
+export const test = base.extend<{ cspViolations: string[] }>({
+  baseURL: async ({}, use) => use(process.env.E2E_BASE_URL),
+  cspViolations: [
+    async ({ page }, use) => {
+      const violations: string[] = [];
+      page.on("console", (message) => {
+        if (message.type() === "error" && /Content Security Policy/i.test(message.text()))
+          violations.push(message.text());
+      });
+      await use(violations);
+      expect(violations, "Content-Security-Policy violations").toEqual([]);
+    },
+    { auto: true },
+  ],
+});
+
+export { expect };

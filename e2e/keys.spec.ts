@@ -1,0 +1,84 @@
+import { API_KEY_EXPIRY_DAYS } from "../lib/keys";
+import { buyerWithOrders, expect, screenshot, signIn, test } from "./helpers";
+
+const day = (offsetDays: number) => new Date(Date.now() + offsetDays * 86_400_000).toISOString().slice(0, 10);
+
+test("a key's secret is shown once, works with the API, and stops working when revoked", async ({ page, request }) => {
+  const account = await buyerWithOrders("e2e-keys");
+  await signIn(page, account.email);
+  await page.getByRole("link", { name: "API keys" }).click();
+  await expect(page.getByText("No keys yet")).toBeVisible();
+
+  await page.getByRole("button", { name: "Create key" }).click();
+  const form = page.getByRole("dialog", { name: "Create an API key" });
+  await expect(form.getByLabel("scrape:read", { exact: false })).toBeDisabled();
+  await form.getByLabel("Name").fill("warehouse-sync");
+  await form.getByLabel("90 days").check();
+  await form.getByRole("button", { name: "Create key" }).click();
+
+  const shown = page.getByRole("dialog", { name: "Copy your new API key" });
+  await expect(shown.getByText("This is the only time the key is shown.")).toBeVisible();
+  const secret = (await shown.getByTestId("new-key-secret").textContent())!.trim();
+  expect(secret).toMatch(/^dak_[0-9A-Za-z]{38}$/);
+  await screenshot(page, "key-secret-shown-once");
+  await shown.getByRole("button", { name: "I have stored it" }).click();
+
+  const row = page.getByTestId("key-row").filter({ hasText: "warehouse-sync" });
+  await expect(row.getByTestId("key-status")).toHaveText("Active");
+  await expect(row).toContainText(`${secret.slice(0, 8)}…${secret.slice(-4)}`);
+  await page.reload();
+  expect(await page.content()).not.toContain(secret);
+  await screenshot(page, "keys");
+
+  const api = (key: string) =>
+    request.get("/api/v1/orders", { headers: { Authorization: `Bearer ${key}` }, maxRedirects: 0 });
+  const listed = await api(secret);
+  expect(listed.status()).toBe(200);
+  const ids = ((await listed.json()) as { data: { id: string }[] }).data.map((order) => order.id);
+  expect(ids).toEqual([account.delivered.id, account.refunded.id, account.unfinished.id]);
+
+  await row.getByRole("button", { name: "Revoke warehouse-sync" }).click();
+  const confirm = page.getByRole("dialog", { name: "Revoke “warehouse-sync”?" });
+  await confirm.getByRole("button", { name: "Revoke key" }).click();
+  await expect(row.getByTestId("key-status")).toHaveText("Revoked");
+  const refused = await api(secret);
+  expect(refused.status()).toBe(401);
+  expect((await refused.json()).code).toBe("revoked_api_key");
+});
+
+test("keys of each expiry, and a replacement that revokes the old key", async ({ page, request }) => {
+  const account = await buyerWithOrders("e2e-expiry");
+  await signIn(page, account.email);
+  await page.goto("/keys");
+  for (const days of API_KEY_EXPIRY_DAYS) {
+    await page.getByRole("button", { name: "Create key" }).click();
+    const form = page.getByRole("dialog", { name: "Create an API key" });
+    await form.getByLabel("Name").fill(`key-${days}d`);
+    await form.getByLabel(`${days} days`).check();
+    await form.getByRole("button", { name: "Create key" }).click();
+    await page
+      .getByRole("dialog", { name: "Copy your new API key" })
+      .getByRole("button", { name: "I have stored it" })
+      .click();
+    const row = page.getByTestId("key-row").filter({ hasText: `key-${days}d` });
+    // Created now, expiring `days` later (the date may roll over while the test runs).
+    await expect(row.locator("td").nth(3)).toContainText(new RegExp(`^(${day(days)}|${day(days + 1)})`));
+    await expect(row.getByTestId("key-status")).toHaveText("Active");
+  }
+
+  const old = page.getByTestId("key-row").filter({ hasText: "key-30d" });
+  await old.getByRole("button", { name: "Replace key-30d" }).click();
+  const replace = page.getByRole("dialog", { name: "Replace “key-30d”" });
+  await replace.getByLabel("365 days").check();
+  await replace.getByLabel("Revoke the old key now").check();
+  await replace.getByRole("button", { name: "Create replacement" }).click();
+  const shown = page.getByRole("dialog", { name: "Copy your new API key" });
+  const secret = (await shown.getByTestId("new-key-secret").textContent())!.trim();
+  await shown.getByRole("button", { name: "I have stored it" }).click();
+  const rows = page.getByTestId("key-row").filter({ hasText: "key-30d" });
+  await expect(rows).toHaveCount(2);
+  await expect(rows.getByTestId("key-status")).toHaveText(["Active", "Revoked"]);
+  await expect(rows.first().locator("td").nth(3)).toContainText(new RegExp(`^(${day(365)}|${day(366)})`));
+  const response = await request.get("/api/v1/orders", { headers: { Authorization: `Bearer ${secret}` } });
+  expect(response.status()).toBe(200);
+});

@@ -1,0 +1,58 @@
+import { promises as fs } from "node:fs";
+import { buyerWithOrders, expect, screenshot, sha256, signIn, test } from "./helpers";
+
+test("a buyer sees their orders and downloads a delivered file", async ({ page }) => {
+  const account = await buyerWithOrders("e2e-orders");
+  await signIn(page, account.email);
+  const rows = page.getByTestId("order-row");
+  await expect(rows).toHaveCount(3);
+  await expect(rows.nth(0)).toContainText("Delivered");
+  await expect(rows.nth(1)).toContainText("Refunded");
+  await expect(rows.nth(2)).toContainText("Unfinished");
+  await screenshot(page, "orders");
+
+  await page.getByRole("link", { name: "e2e-orders: product catalogue" }).click();
+  const file = page.getByTestId("file-row").filter({ hasText: "products.csv" });
+  const expected = account.deliveredFiles["products.csv"];
+  await expect(file.getByTestId("file-sha256")).toHaveText(sha256(expected));
+  await expect(file).toContainText("48 KB");
+  await screenshot(page, "order-delivered");
+
+  const downloading = page.waitForEvent("download");
+  await file.getByRole("link", { name: "Download products.csv" }).click();
+  const download = await downloading;
+  expect(download.suggestedFilename()).toBe("products.csv");
+  const bytes = await fs.readFile((await download.path())!);
+  expect(bytes.length).toBe(expected.length);
+  expect(sha256(bytes)).toBe(sha256(expected));
+});
+
+test("a refunded order refuses downloads with a clear message", async ({ page }) => {
+  const account = await buyerWithOrders("e2e-refunded");
+  await signIn(page, account.email);
+  await page.getByRole("link", { name: "e2e-refunded: refunded prices" }).click();
+  await expect(page.getByTestId("not-downloadable")).toHaveText(
+    "This order was refunded, so its files can no longer be downloaded.",
+  );
+  await expect(page.getByRole("button", { name: "Download unavailable" })).toBeDisabled();
+  await expect(page.getByRole("link", { name: /^Download/ })).toHaveCount(0);
+  await screenshot(page, "order-refunded");
+
+  // Straight to the download address: no bytes, back to the order with the reason.
+  const fileId = account.refunded.files[0]!.id;
+  const response = await page.goto(`/orders/${account.refunded.id}/files/${fileId}`);
+  expect(response?.url()).toMatch(new RegExp(`/orders/${account.refunded.id}\\?refused$`));
+  await expect(page.getByTestId("download-refused")).toContainText("Download refused. This order was refunded");
+});
+
+test("another buyer's order does not exist for this buyer", async ({ page }) => {
+  const mine = await buyerWithOrders("e2e-tenant-a");
+  const theirs = await buyerWithOrders("e2e-tenant-b");
+  await signIn(page, mine.email);
+  const response = await page.goto(`/orders/${theirs.delivered.id}`);
+  expect(response?.status()).toBe(404);
+  const download = await page.request.get(`/orders/${theirs.delivered.id}/files/${theirs.delivered.files[0]!.id}`, {
+    maxRedirects: 0,
+  });
+  expect(download.status()).toBe(404);
+});

@@ -1,0 +1,67 @@
+import { promises as fs } from "node:fs";
+import { buyerWithOrders, expect, screenshot, sha256, signIn, test } from "./helpers";
+
+test("a share link opens one order to anyone, and nothing else, until it is revoked", async ({ page, browser }) => {
+  const account = await buyerWithOrders("e2e-share");
+  const stranger = await buyerWithOrders("e2e-share-other");
+  await signIn(page, account.email);
+  await page.goto(`/orders/${account.delivered.id}`);
+  await page.getByLabel("Link expires").selectOption("7");
+  await page.getByRole("button", { name: "Create share link" }).click();
+  const created = page.getByRole("dialog", { name: "Share link created" });
+  const url = (await created.getByTestId("new-share-url").textContent())!.trim();
+  expect(url).toMatch(/\/share\/dsl_[A-Za-z0-9_-]{43}$/);
+  await screenshot(page, "share-link-created");
+  await created.getByRole("button", { name: "Done" }).click();
+  await expect(page.getByTestId("share-link-row")).toContainText("Active");
+  const token = url.split("/share/")[1]!;
+
+  // A fresh browser, never signed in.
+  const guest = await browser.newContext({ baseURL: process.env.E2E_BASE_URL });
+  const guestPage = await guest.newPage();
+  const opened = await guestPage.goto(url);
+  expect(opened?.headers()["referrer-policy"]).toBe("no-referrer");
+  await expect(guestPage.getByRole("heading", { name: "e2e-share: product catalogue" })).toBeVisible();
+  await expect(guestPage.getByTestId("file-row")).toHaveCount(2);
+  await screenshot(guestPage, "shared-order");
+  const downloading = guestPage.waitForEvent("download");
+  await guestPage.getByRole("link", { name: "Download reviews.jsonl" }).click();
+  const bytes = await fs.readFile((await (await downloading).path())!);
+  expect(sha256(bytes)).toBe(sha256(account.deliveredFiles["reviews.jsonl"]));
+
+  // The token is not an API key, and opens no other order: not the buyer's, not anyone else's.
+  const asKey = await guest.request.get("/api/v1/orders", { headers: { Authorization: `Bearer ${token}` } });
+  expect(asKey.status()).toBe(401);
+  expect((await asKey.json()).code).toBe("invalid_api_key");
+  for (const other of [account.refunded, stranger.delivered]) {
+    const attempt = await guest.request.get(`/share/${token}/files/${other.files[0]!.id}`, { maxRedirects: 0 });
+    expect(attempt.status()).toBe(404);
+  }
+  await guestPage.goto("/orders");
+  await expect(guestPage).toHaveURL(/\/signin/);
+
+  // Revoked: the page and the downloads refuse it at once.
+  await page.getByRole("button", { name: /^Revoke share link/ }).click();
+  await page
+    .getByRole("dialog", { name: "Revoke this share link?" })
+    .getByRole("button", { name: "Revoke link" })
+    .click();
+  await expect(page.getByTestId("share-link-row")).toContainText("Revoked");
+  await guestPage.goto(url);
+  await expect(guestPage.getByRole("heading", { name: "This share link does not work" })).toBeVisible();
+  await expect(guestPage.getByText("e2e-share: product catalogue")).toHaveCount(0);
+  const afterRevoke = await guest.request.get(`/share/${token}/files/${account.delivered.files[0]!.id}`, {
+    maxRedirects: 0,
+  });
+  expect(afterRevoke.status()).toBe(404);
+  await guest.close();
+});
+
+test("the getting-started page shows how to call the API", async ({ page }) => {
+  await page.goto("/getting-started");
+  await expect(page.getByRole("heading", { name: "Getting started with the API" })).toBeVisible();
+  await expect(page.getByText(/curl -L -OJ -H "Authorization: Bearer \$DATASET_ACCESS_KEY"/)).toBeVisible();
+  await page.getByRole("link", { name: "API reference" }).last().click();
+  await expect(page).toHaveURL(/\/docs\/api$/);
+  await screenshot(page, "getting-started-api-reference");
+});

@@ -1,0 +1,69 @@
+import pg from "pg";
+import { buyer } from "../tests/helpers/fixtures";
+import { expect, mailRecipients, requestSignInLink, screenshot, signIn, test, waitForMail } from "./helpers";
+
+test("a buyer signs in with the e-mailed link, and the link works only once", async ({ page, browser }) => {
+  const { email } = await buyer("e2e-signin");
+  await page.goto("/signin");
+  await screenshot(page, "sign-in");
+  const link = await requestSignInLink(page, email);
+  await screenshot(page, "check-email");
+  await page.goto(link);
+  await expect(page.getByText(`Continue as ${email}`)).toBeVisible();
+  await page.getByRole("link", { name: "Sign in" }).and(page.locator("main a")).click();
+  await expect(page).toHaveURL(/\/orders$/);
+  await expect(page.getByTestId("signed-in-as")).toHaveText(email);
+
+  // The same link again, from another browser: refused with a clear page.
+  const other = await browser.newContext({ baseURL: process.env.E2E_BASE_URL });
+  const otherPage = await other.newPage();
+  await otherPage.goto(link);
+  await otherPage.getByRole("link", { name: "Sign in" }).and(otherPage.locator("main a")).click();
+  await expect(otherPage.getByRole("heading", { name: "This sign-in link no longer works" })).toBeVisible();
+  await expect(otherPage.getByText(/expired or has already been used/)).toBeVisible();
+  await screenshot(otherPage, "sign-in-link-used");
+  await otherPage.goto("/keys");
+  await expect(otherPage).toHaveURL(/\/signin\?callbackUrl=%2Fkeys$/);
+  await other.close();
+});
+
+test("an expired sign-in link is refused", async ({ page }) => {
+  const { email } = await buyer("e2e-expired");
+  const link = await requestSignInLink(page, email);
+  const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
+  await client.connect();
+  // The link's 15 minutes have passed.
+  const { rowCount } = await client.query(
+    `UPDATE auth_verification_tokens SET expires = now() - interval '1 minute' WHERE identifier = $1`,
+    [email],
+  );
+  await client.end();
+  expect(rowCount).toBe(1);
+  await page.goto(link);
+  await page.getByRole("link", { name: "Sign in" }).and(page.locator("main a")).click();
+  await expect(page.getByRole("heading", { name: "This sign-in link no longer works" })).toBeVisible();
+  await expect(page.getByTestId("signed-in-as")).toHaveCount(0);
+});
+
+test("an address without a buyer account gets the same answer and no e-mail", async ({ page }) => {
+  const stranger = `stranger-${Date.now()}@example.com`;
+  await page.goto("/signin");
+  await page.getByLabel("E-mail address").fill(stranger);
+  await page.getByRole("button", { name: "E-mail me a sign-in link" }).click();
+  await expect(page.getByRole("heading", { name: "Check your e-mail" })).toBeVisible();
+  // A buyer's request after it: once that e-mail has arrived, the stranger's would have too.
+  const { email } = await buyer("e2e-after-stranger");
+  const since = Date.now();
+  await requestSignInLink(page, email);
+  await waitForMail(email, since);
+  expect(await mailRecipients()).not.toContain(stranger);
+});
+
+test("signing out ends the session", async ({ page }) => {
+  const { email } = await buyer("e2e-signout");
+  await signIn(page, email);
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await expect(page.getByRole("link", { name: "Sign in" }).first()).toBeVisible();
+  await page.goto("/orders");
+  await expect(page).toHaveURL(/\/signin/);
+});

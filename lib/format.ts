@@ -1,0 +1,23 @@
+/** Display formats shared by server and client components (UTC, so both render the same text). */
+
+export function formatDate(value: Date | string | null, empty = "—"): string {
+  if (value === null) return empty;
+  const date = typeof value === "string" ? new Date(value) : value;
+  return `${date.toISOString().slice(0, 16).replace("T", " ")} UTC`;
+}
+
+export function formatDay(value: Date | string): string {
+  return (typeof value === "string" ? new Date(value) : value).toISOString().slice(0, 10);
+}
+
+const UNITS = ["B", "KB", "MB", "GB", "TB"];
+/** Bytes in decimal units (1 KB = 1000 B), as file managers and download dialogs show them. */
+export function formatBytes(bytes: number): string {
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1000 && unit < UNITS.length - 1) {
+    value /= 1000;
+    unit++;
+  }
+  return unit === 0 ? `${bytes} B` : `${value < 10 ? value.toFixed(1) : Math.round(value)} ${UNITS[unit]}`;
+}
