@@ -37,7 +37,10 @@ async function expectExactlyOne429(servers: TestServer[], keys: string[]) {
     else await response.arrayBuffer();
   }
   // Answered (a list, or a 404 for the unknown order), not refused.
-  expect(statuses.filter((status) => status === 200 || status === 404), `statuses: ${statuses}`).toHaveLength(60);
+  expect(
+    statuses.filter((status) => status === 200 || status === 404),
+    `statuses: ${statuses}`,
+  ).toHaveLength(60);
   expect(statuses.filter((status) => status === 429)).toHaveLength(1);
   expect(statuses[60]).toBe(429);
   expect(refused!.headers.get("content-type")).toBe("application/problem+json");
