@@ -11,11 +11,17 @@ export function Dialog({
   title,
   onClose,
   children,
+  requireExplicitClose = false,
+  finalFocus,
 }: {
   open: boolean;
   title: string;
   onClose: () => void;
   children: ReactNode;
+  /** Escape does not close it (a dialog whose content cannot be shown again, like a new secret). */
+  requireExplicitClose?: boolean;
+  /** Where focus goes once it closes, when the element that opened it is gone or hidden. */
+  finalFocus?: () => HTMLElement | null;
 }) {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
@@ -25,11 +31,17 @@ export function Dialog({
     if (open && !dialog.open) dialog.showModal();
     if (!open && dialog.open) dialog.close();
   }, [open]);
+  function closed() {
+    onClose();
+    const target = finalFocus?.();
+    if (target) requestAnimationFrame(() => target.focus());
+  }
   return (
     <dialog
       ref={ref}
       aria-labelledby={titleId}
-      onClose={onClose}
+      onClose={closed}
+      onCancel={(event) => requireExplicitClose && event.preventDefault()}
       className="m-auto w-[min(36rem,calc(100vw-2rem))] rounded-lg border border-slate-200 p-0 shadow-xl backdrop:bg-slate-900/50"
     >
       {open && (

@@ -27,7 +27,9 @@ export function OrderFiles({ order, downloadHref }: { order: OrderView; download
       </h2>
       {!order.downloadable && (
         <Notice tone="warning">
-          <span data-testid="not-downloadable">{notDownloadableReason(order.status)}</span>
+          <span id="files-not-downloadable" data-testid="not-downloadable">
+            {notDownloadableReason(order.status)}
+          </span>
         </Notice>
       )}
       {order.files.length === 0 ? (
@@ -58,7 +60,7 @@ export function OrderFiles({ order, downloadHref }: { order: OrderView; download
                   type="button"
                   disabled
                   className={buttonClass("secondary", "sm")}
-                  aria-describedby="files-heading"
+                  aria-describedby="files-not-downloadable"
                 >
                   Download unavailable
                 </button>

@@ -29,7 +29,14 @@ test("a key can be created with the keyboard alone", async ({ page }) => {
   await page.keyboard.press("Enter");
   const shown = page.getByRole("dialog", { name: "Copy your new API key" });
   await expect(shown.getByTestId("new-key-secret")).toHaveText(/^dak_/);
+  // The secret cannot be shown again, so Escape does not close its dialog: only the button does.
   await page.keyboard.press("Escape");
+  await expect(shown).toBeVisible();
+  await expect(shown.getByRole("button", { name: "Copy API key" })).toBeFocused();
+  await page.keyboard.press("Tab");
+  await expect(shown.getByRole("button", { name: "I have stored it" })).toBeFocused();
+  await page.keyboard.press("Enter");
   await expect(shown).toBeHidden();
+  await expect(page.getByRole("button", { name: "Create key" })).toBeFocused();
   await expect(page.getByTestId("key-row").filter({ hasText: "keyboard-only" })).toHaveCount(1);
 });

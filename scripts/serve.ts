@@ -42,12 +42,23 @@ log(
 process.env.AUTH_SECRET ??= process.env.NEXTAUTH_SECRET ?? (await persistedSecret());
 // Sign-in links are built from NEXTAUTH_URL, never from the request's Host header, which a client can forge.
 process.env.NEXTAUTH_URL ??= configuredOrigin() || `http://localhost:${process.env.PORT ?? "3000"}`;
+if (mode === "start" && !configuredOrigin() && !process.env.APP_URL) {
+  console.warn(
+    `[dataset-access] warning: APP_URL is not set, so sign-in e-mails link to ${process.env.NEXTAUTH_URL}. Set APP_URL to this server's public URL.`,
+  );
+}
 logMailDelivery();
 
 const nextBin = createRequire(import.meta.url).resolve("next/dist/bin/next");
 // A product server should not phone home; set NEXT_TELEMETRY_DISABLED=0 to allow Next.js telemetry.
 const env = { NEXT_TELEMETRY_DISABLED: "1", ...process.env };
-const next = spawn(process.execPath, [nextBin, mode, ...process.argv.slice(3)], { stdio: "inherit", env });
+// The development server (its mailbox page shows sign-in links) listens on loopback only, unless
+// given a hostname: `npm run dev -- -H 0.0.0.0`.
+const nextArgs = process.argv.slice(3);
+if (mode === "dev" && !nextArgs.some((arg) => arg === "-H" || arg.startsWith("--hostname"))) {
+  nextArgs.push("--hostname", "127.0.0.1");
+}
+const next = spawn(process.execPath, [nextBin, mode, ...nextArgs], { stdio: "inherit", env });
 
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.on(signal, () => next.kill(signal));

@@ -8,9 +8,15 @@ const MESSAGES: Record<string, string> = {
     "E-mail sign-in is not available: this server has no mail server configured. Its operator must set EMAIL_SERVER and EMAIL_FROM.",
   EmailSignin: "We could not send the sign-in e-mail. Check the address and try again in a moment.",
   SessionRequired: "Please sign in to see that page.",
+  AccessDenied: "This address has no buyer account. Sign in with the address your datasets were bought with.",
   Network: "The server could not be reached. Check your connection and try again.",
 };
 
 export function signInErrorMessage(code: string): string {
   return MESSAGES[code] ?? "Sign-in did not work. Please try again.";
+}
+
+/** A known error code, or "Default": the query string is the client's, never echoed as it is. */
+export function knownSignInError(code: string | undefined): string {
+  return code && Object.hasOwn(MESSAGES, code) ? code : "Default";
 }

@@ -4,6 +4,7 @@ import { Notice } from "@/components/ui";
 import { MAIL_NOT_CONFIGURED, mailDelivery } from "@/lib/auth/mail";
 import { safeReturnPath } from "@/lib/auth/return-to";
 import { currentBuyer } from "@/lib/auth/session";
+import { knownSignInError } from "./messages";
 import { SignInForm } from "./sign-in-form";
 
 export const metadata: Metadata = { title: "Sign in" };
@@ -16,7 +17,7 @@ export default async function SignInPage({
   const params = await searchParams;
   const returnTo = safeReturnPath(params.callbackUrl);
   if (await currentBuyer()) redirect(returnTo);
-  const error = typeof params.error === "string" ? params.error : undefined;
+  const error = typeof params.error === "string" ? knownSignInError(params.error) : undefined;
   const unconfigured = mailDelivery().mode === "unconfigured";
   return (
     <div className="mx-auto max-w-md space-y-6">

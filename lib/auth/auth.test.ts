@@ -1,5 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import { describe, expect, it } from "vitest";
+import { normaliseEmailIdentifier } from "./email-identifier";
 import { mailDelivery, signInMail } from "./mail";
 import { safeReturnPath } from "./return-to";
 import { clientIp } from "./signin-limits";
@@ -32,11 +33,24 @@ describe("safeReturnPath", () => {
     ["https://evil.example/", "/orders"],
     ["//evil.example/", "/orders"],
     ["/\\evil.example", "/orders"],
+    ["/\t/evil.example/x", "/orders"],
+    ["/\n/evil.example", "/orders"],
     [undefined, "/orders"],
     [["/keys"], "/orders"],
   ])("%j -> %s", (value, expected) => {
     expect(safeReturnPath(value)).toBe(expected);
   });
+});
+
+describe("normaliseEmailIdentifier", () => {
+  it.each([
+    [" Buyer@Example.COM ", "buyer@example.com"],
+    ["ｂuyer@example.com", "buyer@example.com"],
+  ])("%j -> %s", (raw, email) => expect(normaliseEmailIdentifier(raw)).toBe(email));
+  it.each(["victim@example.com,1", "a@b@example.com", '"a"@example.com', "a b@example.com", "nobody@localhost", ""])(
+    "refuses %j",
+    (raw) => expect(() => normaliseEmailIdentifier(raw)).toThrow("Invalid email address format."),
+  );
 });
 
 describe("clientIp", () => {

@@ -4,6 +4,7 @@ import EmailProvider from "next-auth/providers/email";
 import { db } from "../db/client";
 import { appSecret } from "../secrets";
 import { SIGNIN_LINK_MINUTES } from "./constants";
+import { normaliseEmailIdentifier } from "./email-identifier";
 import { deliverSignInMail, mailDelivery, signInMail } from "./mail";
 
 const SESSION_DAYS = 30;
@@ -29,19 +30,21 @@ export function authOptions(): NextAuthOptions {
       EmailProvider({
         maxAge: SIGNIN_LINK_MINUTES * 60,
         from: mailDelivery().mode === "smtp" ? process.env.EMAIL_FROM : undefined,
+        normalizeIdentifier: normaliseEmailIdentifier,
         async sendVerificationRequest({ identifier, url }) {
+          // Only buyers get an e-mail; anyone else gets the very same answer and nothing is sent.
+          if (!(await isBuyer(identifier))) return;
           await deliverSignInMail(signInMail(identifier, confirmationUrl(url), SIGNIN_LINK_MINUTES));
         },
       }),
     ],
     callbacks: {
-      // Accounts exist for buyers only (created with their orders), so a sign-in request for any
-      // other address sends nothing; it lands on the same "check your inbox" page, so the form
-      // does not reveal which addresses are buyers.
+      // Accounts exist for buyers only (created with their orders by the operator). A request for
+      // any other address takes the same path as a buyer's (sendVerificationRequest just sends
+      // nothing), so the form does not tell who is a buyer; and a link can never create an account.
       async signIn({ user, email }) {
-        if (!email?.verificationRequest) return true;
-        const buyer = await db().user.findUnique({ where: { email: user.email ?? "" }, select: { id: true } });
-        return buyer ? true : `${authBaseUrl()}${AUTH_PAGES.verifyRequest}`;
+        if (email?.verificationRequest) return true;
+        return isBuyer(user.email ?? "");
       },
       session({ session, user }) {
         return { ...session, user: { ...session.user, id: user.id, email: user.email } };
@@ -51,6 +54,10 @@ export function authOptions(): NextAuthOptions {
 }
 
 const shared = globalThis as unknown as { authOptions?: NextAuthOptions };
+
+async function isBuyer(email: string): Promise<boolean> {
+  return (await db().user.count({ where: { email } })) > 0;
+}
 
 /** The app's public origin for next-auth (set by the launcher from APP_URL or the local port). */
 export function authBaseUrl(): string {

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from "node:http";
+import { normaliseEmailIdentifier } from "./email-identifier";
 import { createRateLimiter, type RateLimitDecision, type RateLimiter } from "../ratelimit";
 
 /**
@@ -26,10 +27,19 @@ export async function checkSignInLimits(
 ): Promise<{ scope: "ip" | "email"; decision: RateLimitDecision; windowSeconds: number } | undefined> {
   const byIp = await limiters().ip.check(ip);
   if (!byIp.allowed) return { scope: "ip", decision: byIp, windowSeconds: SIGNIN_LIMITS.perIp.windowSeconds };
-  const byEmail = await limiters().email.check(email.trim().toLowerCase());
+  const byEmail = await limiters().email.check(emailKey(email));
   if (!byEmail.allowed)
     return { scope: "email", decision: byEmail, windowSeconds: SIGNIN_LIMITS.perEmail.windowSeconds };
   return undefined;
+}
+
+/** The address as next-auth will use it; a malformed one (refused by next-auth anyway) as typed. */
+function emailKey(email: string): string {
+  try {
+    return normaliseEmailIdentifier(email);
+  } catch {
+    return email.normalize("NFKC").trim().toLowerCase();
+  }
 }
 
 /**

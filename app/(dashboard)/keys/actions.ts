@@ -19,7 +19,15 @@ import {
  * site, which is the CSRF protection; the session cookie is SameSite=Lax as well.
  */
 
-export type CreatedKey = { id: string; name: string; permission: ApiKeyPermission; secret: string; expiresAt: string };
+export type CreatedKey = {
+  id: string;
+  name: string;
+  permission: ApiKeyPermission;
+  secret: string;
+  expiresAt: string;
+  /** Something that went wrong after the key was made (it must still be shown: it exists). */
+  warning?: string;
+};
 export type KeyActionResult = { ok: true; key?: CreatedKey } | { ok: false; error: string };
 
 const expiryField = z.coerce.number().pipe(apiKeyExpiryDaysSchema);
@@ -52,9 +60,14 @@ export async function replaceKeyAction(input: {
     const parsed = replaceKeySchema.safeParse(input);
     if (!parsed.success) return { ok: false, error: parsed.error.issues[0]?.message ?? "Invalid input." };
     const { keyId, expiresInDays, revokeOld } = parsed.data;
-    const key = await replaceApiKey({ buyerId, keyId, expiresInDays });
-    if (revokeOld) await revokeApiKey(keyId, { buyerId });
-    return { ok: true, key: created(key) };
+    const key = created(await replaceApiKey({ buyerId, keyId, expiresInDays }));
+    if (revokeOld) {
+      // The new key exists now, so its secret is returned whatever happens to the old one.
+      await revokeApiKey(keyId, { buyerId }).catch(() => {
+        key.warning = "The old key could not be revoked. Revoke it from the list.";
+      });
+    }
+    return { ok: true, key };
   });
 }
 

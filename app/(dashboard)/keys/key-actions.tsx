@@ -1,7 +1,7 @@
 "use client";
 
 import { useRouter } from "next/navigation";
-import { useState, useTransition, type FormEvent } from "react";
+import { useRef, useState, useTransition, type FormEvent } from "react";
 import { CopyButton } from "@/components/copy-button";
 import { Dialog } from "@/components/dialog";
 import { Button, Notice, inputClass } from "@/components/ui";
@@ -45,6 +45,7 @@ function ExpiryChoice({ choices, defaultValue }: { choices: number[]; defaultVal
 }
 
 export function CreateKeyButton({ socialEnabled, expiryChoices }: { socialEnabled: boolean; expiryChoices: number[] }) {
+  const trigger = useRef<HTMLButtonElement>(null);
   const [open, setOpen] = useState(false);
   const [secretKey, setSecretKey] = useState<CreatedKey>();
   const { pending, error, run, clearError } = useKeyAction();
@@ -68,7 +69,9 @@ export function CreateKeyButton({ socialEnabled, expiryChoices }: { socialEnable
 
   return (
     <>
-      <Button onClick={() => (clearError(), setOpen(true))}>Create key</Button>
+      <Button ref={trigger} onClick={() => (clearError(), setOpen(true))}>
+        Create key
+      </Button>
       <Dialog open={open} title="Create an API key" onClose={() => setOpen(false)}>
         <form onSubmit={submit} className="space-y-4">
           {error && <Notice tone="error">{error}</Notice>}
@@ -123,17 +126,32 @@ export function CreateKeyButton({ socialEnabled, expiryChoices }: { socialEnable
           </div>
         </form>
       </Dialog>
-      <SecretDialog created={secretKey} onClose={() => setSecretKey(undefined)} />
+      <SecretDialog created={secretKey} onClose={() => setSecretKey(undefined)} finalFocus={() => trigger.current} />
     </>
   );
 }
 
 /** The only place a secret is ever shown. It lives in this component's state until the dialog closes. */
-function SecretDialog({ created, onClose }: { created?: CreatedKey; onClose: () => void }) {
+function SecretDialog({
+  created,
+  onClose,
+  finalFocus,
+}: {
+  created?: CreatedKey;
+  onClose: () => void;
+  finalFocus: () => HTMLElement | null;
+}) {
   return (
-    <Dialog open={created !== undefined} title="Copy your new API key" onClose={onClose}>
+    <Dialog
+      open={created !== undefined}
+      title="Copy your new API key"
+      onClose={onClose}
+      requireExplicitClose
+      finalFocus={finalFocus}
+    >
       {created && (
         <>
+          {created.warning && <Notice tone="error">{created.warning}</Notice>}
           <Notice tone="warning">
             <strong>This is the only time the key is shown.</strong> Copy it into your server&apos;s secret store now.
             If you lose it, create a replacement and revoke this one.
@@ -165,7 +183,12 @@ export function RevokeKeyButton({ keyId, name }: { keyId: string; name: string }
       <Button tone="secondary" size="sm" onClick={() => setOpen(true)} aria-label={`Revoke ${name}`}>
         Revoke
       </Button>
-      <Dialog open={open} title={`Revoke “${name}”?`} onClose={() => setOpen(false)}>
+      <Dialog
+        open={open}
+        title={`Revoke “${name}”?`}
+        onClose={() => setOpen(false)}
+        finalFocus={() => document.getElementById("keys-heading")}
+      >
         {error && <Notice tone="error">{error}</Notice>}
         <p className="text-sm text-slate-700">
           Requests with this key fail from the next one on. This cannot be undone: to restore access, create a new key.
@@ -203,6 +226,7 @@ export function ReplaceKeyButton({
   expiryChoices: number[];
   canRevokeOld: boolean;
 }) {
+  const trigger = useRef<HTMLButtonElement>(null);
   const [open, setOpen] = useState(false);
   const [secretKey, setSecretKey] = useState<CreatedKey>();
   const { pending, error, run } = useKeyAction();
@@ -226,7 +250,7 @@ export function ReplaceKeyButton({
 
   return (
     <>
-      <Button tone="secondary" size="sm" onClick={() => setOpen(true)} aria-label={`Replace ${name}`}>
+      <Button ref={trigger} tone="secondary" size="sm" onClick={() => setOpen(true)} aria-label={`Replace ${name}`}>
         Replace
       </Button>
       <Dialog open={open} title={`Replace “${name}”`} onClose={() => setOpen(false)}>
@@ -252,7 +276,11 @@ export function ReplaceKeyButton({
           </div>
         </form>
       </Dialog>
-      <SecretDialog created={secretKey} onClose={() => setSecretKey(undefined)} />
+      <SecretDialog
+        created={secretKey}
+        onClose={() => setSecretKey(undefined)}
+        finalFocus={() => document.getElementById("keys-heading")}
+      />
     </>
   );
 }

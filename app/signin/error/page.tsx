@@ -1,13 +1,13 @@
 import type { Metadata } from "next";
 import Link from "next/link";
 import { buttonClass } from "@/components/ui";
-import { signInErrorMessage } from "../messages";
+import { knownSignInError, signInErrorMessage } from "../messages";
 
 export const metadata: Metadata = { title: "Sign-in failed" };
 
 /** next-auth sends failed sign-ins here; "Verification" is a used or expired link. */
 export default async function SignInErrorPage({ searchParams }: { searchParams: Promise<{ error?: string }> }) {
-  const { error = "Default" } = await searchParams;
+  const error = knownSignInError((await searchParams).error);
   const expiredLink = error === "Verification";
   return (
     <div className="mx-auto max-w-md space-y-4" data-testid="signin-error" data-error={error}>

@@ -11,8 +11,9 @@ import { checkSignInLimits, clientIp } from "@/lib/auth/signin-limits";
  * per-IP limits apply. A Pages API route so the client's socket address is at hand.
  */
 export default async function auth(req: NextApiRequest, res: NextApiResponse) {
-  const action = ([] as string[]).concat(req.query.nextauth ?? []).join("/");
-  if (req.method === "POST" && action === "signin/email") {
+  // next-auth reads only the first two segments: signin/email/anything is the same action.
+  const [action, provider] = ([] as string[]).concat(req.query.nextauth ?? []);
+  if (req.method === "POST" && action === "signin" && provider === "email") {
     if (mailDelivery().mode === "unconfigured") {
       console.error(`Sign-in refused: ${MAIL_NOT_CONFIGURED}`);
       return refuse(req, res, 503, "EmailNotConfigured");

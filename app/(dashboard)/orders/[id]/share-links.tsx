@@ -52,14 +52,14 @@ export function ShareLinks({
 
   return (
     <section className="space-y-3" aria-labelledby="share-heading">
-      <h2 id="share-heading" className="text-lg font-semibold">
+      <h2 id="share-heading" tabIndex={-1} className="text-lg font-semibold focus:outline-none">
         Share links
       </h2>
       <p className="text-sm text-slate-600">
         A share link opens this order, and nothing else, to anyone who has it: they can see it and download its
         delivered files without signing in. Revoke it when it is no longer needed.
       </p>
-      {error && <Notice tone="error">{error}</Notice>}
+      {error && revoking === undefined && <Notice tone="error">{error}</Notice>}
       <form onSubmit={create} className="flex flex-wrap items-end gap-3">
         <div className="space-y-1">
           <label htmlFor="share-expiry" className="block text-sm font-medium">
@@ -96,7 +96,13 @@ export function ShareLinks({
           ))}
         </ul>
       )}
-      <Dialog open={createdUrl !== undefined} title="Share link created" onClose={() => setCreatedUrl(undefined)}>
+      <Dialog
+        open={createdUrl !== undefined}
+        title="Share link created"
+        onClose={() => setCreatedUrl(undefined)}
+        requireExplicitClose
+        finalFocus={() => document.getElementById("share-heading")}
+      >
         <Notice tone="warning">
           Copy the link now: it is shown only this once. Anyone with it can open this order and download its files.
         </Notice>
@@ -110,7 +116,13 @@ export function ShareLinks({
           <Button onClick={() => setCreatedUrl(undefined)}>Done</Button>
         </div>
       </Dialog>
-      <Dialog open={revoking !== undefined} title="Revoke this share link?" onClose={() => setRevoking(undefined)}>
+      <Dialog
+        open={revoking !== undefined}
+        title="Revoke this share link?"
+        onClose={() => setRevoking(undefined)}
+        finalFocus={() => document.getElementById("share-heading")}
+      >
+        {error && <Notice tone="error">{error}</Notice>}
         <p className="text-sm text-slate-700">
           Whoever has <code>{revoking?.display}</code> loses access to this order at once.
         </p>
