@@ -10,5 +10,10 @@ export async function runMain(main: () => Promise<number | void>): Promise<never
   } catch (error) {
     console.error(`error: ${(error as Error).message}`);
   }
+  // Writes to a pipe are asynchronous: exiting at once would cut a long output (e.g. an import
+  // report) at 64 KiB. A write's callback runs once everything written before it is flushed.
+  await Promise.all(
+    [process.stdout, process.stderr].map((stream) => new Promise<void>((resolve) => stream.write("", () => resolve()))),
+  );
   process.exit(code);
 }
