@@ -38,6 +38,8 @@ export class AppError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
+    /** Response headers that belong to this error, e.g. Retry-After on a 503 or a 429. */
+    readonly headers: Record<string, string> = {},
   ) {
     super(message);
     this.name = "AppError";

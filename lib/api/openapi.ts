@@ -7,6 +7,9 @@ import {
   orderPathSchema,
   orderSchema,
   problemSchema,
+  socialPathSchema,
+  socialProfileQuerySchema,
+  socialProfileSchema,
 } from "../schemas/api";
 
 type ErrorCase = { status: number; codes: string[] };
@@ -94,14 +97,49 @@ export function buildOpenApiDocument(serverUrl: string) {
     ),
   });
 
+  const allowanceHeader = (description: string) => ({ description, schema: { type: "string" as const } });
+  registry.registerPath({
+    method: "get",
+    path: "/scrape/{platform}/profile",
+    operationId: "getSocialProfile",
+    summary: "Read a social profile (Social API)",
+    description:
+      "Needs a `scrape:read` key of an account with Social API access. Every request counts toward the account's " +
+      "rate per minute (`RateLimit` headers, policy `social`); each profile returned uses one read of the monthly " +
+      "allowance (calendar month, UTC), told by the `Social-Allowance-*` headers.",
+    request: { params: socialPathSchema, query: socialProfileQuerySchema },
+    responses: responses(
+      {
+        200: {
+          description: "The stored profile.",
+          headers: {
+            ...RATE_LIMIT_HEADERS,
+            "Social-Allowance-Limit": allowanceHeader("Profile reads allowed this month."),
+            "Social-Allowance-Remaining": allowanceHeader("Profile reads left this month."),
+            "Social-Allowance-Reset": allowanceHeader("When the allowance resets (ISO 8601, start of next month UTC)."),
+          },
+          content: { "application/json": { schema: socialProfileSchema } },
+        },
+      },
+      [
+        { status: 400, codes: ["invalid_request"] },
+        { status: 403, codes: ["social_access_disabled"] },
+        { status: 404, codes: ["platform_not_supported", "profile_not_found"] },
+        { status: 429, codes: ["social_allowance_exhausted"] },
+        { status: 503, codes: ["social_unavailable"] },
+      ],
+    ),
+  });
+
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: "3.1.0",
     info: {
       title: "Dataset Access API",
       version: "1.0.0",
       description:
-        "Read-only access to your paid dataset orders and their delivered files. 60 requests per minute per " +
-        "account across all its dataset keys. Errors are RFC 9457 problems with a stable `code`.",
+        "Read-only access to your paid dataset orders and their delivered files (`datasets:read` keys, 60 requests " +
+        "per minute per account across all its dataset keys), and, for accounts with Social API access, to stored " +
+        "social profiles (`scrape:read` keys). Errors are RFC 9457 problems with a stable `code`.",
     },
     servers: [{ url: serverUrl }],
     security: [{ apiKey: [] }],

@@ -73,7 +73,8 @@ const API_ERRORS: Partial<Record<ErrorCode, ApiError>> = {
   rate_limited: {
     status: 429,
     title: "Too many requests",
-    meaning: "More than 60 requests per minute across the account's dataset keys. Wait Retry-After seconds.",
+    meaning:
+      "More than 60 requests per minute across the account's dataset keys, or over the account's social rate. Wait Retry-After seconds.",
   },
   social_allowance_exhausted: {
     status: 429,
@@ -122,6 +123,8 @@ export function problemResponse(error: unknown, requestId: string, headers: Head
   const { code, status, title, detail } = describe(error, requestId);
   const body: ProblemBody = { type: problemType(code), title, status, detail, code, request_id: requestId };
   const responseHeaders = new Headers(headers);
+  if (error instanceof AppError)
+    for (const [name, value] of Object.entries(error.headers)) responseHeaders.set(name, value);
   responseHeaders.set("Content-Type", PROBLEM_CONTENT_TYPE);
   responseHeaders.set("X-Request-Id", requestId);
   responseHeaders.set("Cache-Control", "no-store");

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ORDER_STATUSES } from "../orders";
+import { SOCIAL_PLATFORMS } from "../social/platforms";
 
 /** Every request and response of /api/v1, described once: validation and the OpenAPI document use these. */
 
@@ -73,3 +74,33 @@ export const orderPathSchema = z.object({ id: z.string().meta({ description: "Or
 export const filePathSchema = orderPathSchema.extend({
   fileId: z.string().meta({ description: "File id, from the order's files." }),
 });
+
+export const socialPathSchema = z.object({
+  platform: z.enum(SOCIAL_PLATFORMS).meta({ description: "The social platform." }),
+});
+
+export const socialProfileQuerySchema = z
+  .object({
+    handle: z
+      .string({ error: "handle is required" })
+      .min(1, "handle is required")
+      .meta({
+        description:
+          "The profile's handle. A leading @ is dropped and case is ignored; each platform has its own rules " +
+          "(instagram 1-30 of a-z 0-9 . _; tiktok 2-24 of a-z 0-9 . _; x 1-15 of a-z 0-9 _; youtube 3-30 of " +
+          "a-z 0-9 . _ -; linkedin 3-100 of a-z 0-9 -).",
+        example: "@nasa",
+      }),
+  })
+  .meta({ id: "SocialProfileQuery" });
+
+export const socialProfileSchema = z
+  .object({
+    platform: z.enum(SOCIAL_PLATFORMS),
+    handle: z.string().meta({ description: "Normalised: no leading @, lower case.", example: "nasa" }),
+    profile: z
+      .record(z.string(), z.unknown())
+      .meta({ description: "The profile's fields as collected (e.g. name, followers, bio)." }),
+    fetched_at: timestamp.meta({ description: "When the profile was collected from the platform." }),
+  })
+  .meta({ id: "SocialProfile", description: "A social profile, as stored." });

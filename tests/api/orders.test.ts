@@ -311,10 +311,27 @@ describe("the OpenAPI document", () => {
     expect(response.status).toBe(200);
     const document = await response.json();
     expect(document.openapi).toBe("3.1.0");
-    expect(Object.keys(document.paths).sort()).toEqual(["/orders", "/orders/{id}", "/orders/{id}/files/{fileId}"]);
+    expect(Object.keys(document.paths).sort()).toEqual([
+      "/orders",
+      "/orders/{id}",
+      "/orders/{id}/files/{fileId}",
+      "/scrape/{platform}/profile",
+    ]);
     expect(Object.keys(document.components.schemas)).toEqual(
-      expect.arrayContaining(["Order", "File", "OrderPage", "Problem"]),
+      expect.arrayContaining(["Order", "File", "OrderPage", "Problem", "SocialProfile"]),
     );
+    expect(document.components.schemas.SocialProfile.required).toEqual(
+      expect.arrayContaining(["platform", "handle", "profile", "fetched_at"]),
+    );
+    const social = document.paths["/scrape/{platform}/profile"].get;
+    expect(social.parameters.find((p: { name: string }) => p.name === "platform").schema.enum).toEqual([
+      "instagram",
+      "tiktok",
+      "x",
+      "youtube",
+      "linkedin",
+    ]);
+    expect(Object.keys(social.responses).sort()).toEqual(["200", "400", "401", "403", "404", "429", "503"]);
     expect(document.components.schemas.Order.required).toEqual(
       expect.arrayContaining(["id", "status", "name", "paid_at", "delivered_at", "downloadable", "files"]),
     );

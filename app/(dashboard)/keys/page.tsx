@@ -4,7 +4,8 @@ import { Badge, linkClass } from "@/components/ui";
 import { requireBuyer } from "@/lib/auth/session";
 import { formatDate, formatDay } from "@/lib/format";
 import { API_KEY_EXPIRY_DAYS, EXPIRES_SOON_DAYS, listApiKeys, type ApiKeyStatus } from "@/lib/keys";
-import { socialAccessEnabled } from "@/lib/social/access";
+import { socialAccessFor } from "@/lib/social/access";
+import { SocialAccessSummary } from "./social-access";
 import { CreateKeyButton, ReplaceKeyButton, RevokeKeyButton } from "./key-actions";
 
 export const metadata: Metadata = { title: "API keys" };
@@ -18,12 +19,15 @@ const STATUS: Record<ApiKeyStatus, { label: string; tone: "green" | "amber" | "r
 
 export default async function KeysPage() {
   const buyer = await requireBuyer("/keys");
-  const [keys, socialEnabled] = await Promise.all([listApiKeys(buyer.id), socialAccessEnabled(buyer.id)]);
+  const [keys, social] = await Promise.all([listApiKeys(buyer.id), socialAccessFor(buyer.id)]);
+  const socialEnabled = social?.enabled ?? false;
   return (
     <div className="space-y-6">
       <header className="flex flex-wrap items-end justify-between gap-4">
         <div className="space-y-2">
-          <h1 className="text-2xl font-bold tracking-tight">API keys</h1>
+          <h1 id="keys-heading" tabIndex={-1} className="text-2xl font-bold tracking-tight focus:outline-none">
+            API keys
+          </h1>
           <p className="max-w-2xl text-slate-600">
             Keys let your backend call the API. Use one key per integration, keep it on your server, and replace it
             before it expires. See{" "}
@@ -111,6 +115,7 @@ export default async function KeysPage() {
           </table>
         </div>
       )}
+      <SocialAccessSummary buyerId={buyer.id} access={social} />
       <p className="text-xs text-slate-500">
         “Expires soon” means within {EXPIRES_SOON_DAYS} days. Revoking takes effect on the next request. Last use is
         recorded to the minute.

@@ -3,6 +3,7 @@ import { buildOpenApiDocument } from "@/lib/api/openapi";
 import { apiErrorCatalog } from "@/lib/api/problem";
 import { siteOrigin } from "@/lib/site";
 import { CodeBlock } from "@/components/code-block";
+import { SOCIAL_PLATFORMS } from "@/lib/social/platforms";
 
 export const metadata: Metadata = { title: "API reference" };
 export const dynamic = "force-dynamic";
@@ -89,11 +90,29 @@ export default async function ApiReferencePage() {
       </section>
 
       <section className="space-y-3">
+        <h2 className="text-xl font-semibold">Social API</h2>
+        <p className="text-slate-700">
+          For accounts with Social API access: a separate <code>scrape:read</code> key reads stored profiles on{" "}
+          {SOCIAL_PLATFORMS.map((platform, index) => (
+            <span key={platform}>
+              {index > 0 && ", "}
+              <code>{platform}</code>
+            </span>
+          ))}
+          . The handle may start with <code>@</code> and case does not matter. Each profile returned uses one read of
+          the account&apos;s monthly allowance (calendar month, UTC); the <code>Social-Allowance-Limit</code>,{" "}
+          <code>Social-Allowance-Remaining</code> and <code>Social-Allowance-Reset</code> headers say where it stands.
+          Every request counts toward the account&apos;s own rate per minute.
+        </p>
+        <CodeBlock>{`curl -H "Authorization: Bearer $SOCIAL_KEY" "${origin}/api/v1/scrape/instagram/profile?handle=@nasa"`}</CodeBlock>
+      </section>
+
+      <section className="space-y-3">
         <h2 className="text-xl font-semibold">Rate limit</h2>
         <p className="text-slate-700">
-          60 requests per minute per account, shared by all its dataset keys (sliding window). Responses carry{" "}
-          <code>RateLimit-Policy</code> and <code>RateLimit</code>; a 429 also carries <code>Retry-After</code> in
-          seconds. Following a signed download link does not count.
+          60 requests per minute per account, shared by all its dataset keys (sliding window); social keys have the rate
+          set for the account. Responses carry <code>RateLimit-Policy</code> and <code>RateLimit</code>; a 429 also
+          carries <code>Retry-After</code> in seconds. Following a signed download link does not count.
         </p>
       </section>
 

@@ -1,0 +1,92 @@
+import type { z } from "zod";
+import { db } from "../db/client";
+import type { socialProfileSchema } from "../schemas/api";
+import { AppError } from "../errors";
+import { allowanceUsage, consumeAllowance, type AllowanceState } from "./access";
+import { normaliseHandle, SOCIAL_PLATFORMS, socialPlatformSchema, type SocialPlatform } from "./platforms";
+
+export type SocialProfileBody = z.infer<typeof socialProfileSchema>;
+
+/** A platform path segment: one of the supported platforms, else 404 platform_not_supported. */
+export function parsePlatform(value: string): SocialPlatform {
+  const parsed = socialPlatformSchema.safeParse(value);
+  if (!parsed.success) {
+    throw new AppError(
+      "platform_not_supported",
+      `"${value}" is not a supported platform. Supported: ${SOCIAL_PLATFORMS.join(", ")}.`,
+    );
+  }
+  return parsed.data;
+}
+
+/**
+ * One profile read (the platform is parsed first, see parsePlatform), checks in this order: handle (400), the platform's source
+ * (503 with Retry-After), the stored profile (404), then one read from the month's allowance (429
+ * with Retry-After until the month ends). Only a read that returns a profile uses the allowance.
+ * Every answer carries the allowance state, so clients can see what is left.
+ */
+export async function readSocialProfile(input: {
+  buyerId: string;
+  allowance: number;
+  platform: SocialPlatform;
+  handle: string;
+  now?: Date;
+}): Promise<{ body: SocialProfileBody; allowance: AllowanceState }> {
+  const now = input.now ?? new Date();
+  const { platform } = input;
+  const handle = normaliseHandle(platform, input.handle);
+  if (!handle.ok) throw new AppError("invalid_request", `Invalid handle: ${handle.reason}`);
+
+  const withAllowance = async (error: AppError) =>
+    new AppError(error.code, error.message, {
+      ...allowanceHeaders(await allowanceUsage(input.buyerId, input.allowance, now)),
+      ...error.headers,
+    });
+
+  const [status, profile] = await Promise.all([
+    db().socialPlatformStatus.findUnique({ where: { platform } }),
+    db().socialProfile.findUnique({ where: { platform_handle: { platform: platform, handle: handle.handle } } }),
+  ]);
+  if (status && !status.available) {
+    throw await withAllowance(
+      new AppError(
+        "social_unavailable",
+        `The ${platform} source is unavailable right now. Retry after ${status.retryAfterSeconds} seconds.`,
+        { "Retry-After": String(status.retryAfterSeconds) },
+      ),
+    );
+  }
+  if (!profile) {
+    throw await withAllowance(
+      new AppError("profile_not_found", `No ${platform} profile for the handle ${handle.handle}.`),
+    );
+  }
+  const allowance = await consumeAllowance(input.buyerId, input.allowance, now);
+  if (!allowance) {
+    const exhausted = await allowanceUsage(input.buyerId, input.allowance, now);
+    const retryAfter = Math.max(1, Math.ceil((exhausted.resetAt.getTime() - now.getTime()) / 1000));
+    throw new AppError(
+      "social_allowance_exhausted",
+      `This account's social allowance of ${input.allowance} profile reads for this month is used up. It resets at ${exhausted.resetAt.toISOString()}.`,
+      { ...allowanceHeaders(exhausted), "Retry-After": String(retryAfter) },
+    );
+  }
+  return {
+    body: {
+      platform,
+      handle: profile.handle,
+      profile: profile.profile as SocialProfileBody["profile"],
+      fetched_at: profile.fetchedAt.toISOString(),
+    },
+    allowance,
+  };
+}
+
+/** The month's allowance in response headers: the limit, what is left, and when it resets (ISO 8601). */
+export function allowanceHeaders(state: AllowanceState): Record<string, string> {
+  return {
+    "Social-Allowance-Limit": String(state.allowance),
+    "Social-Allowance-Remaining": String(state.remaining),
+    "Social-Allowance-Reset": state.resetAt.toISOString(),
+  };
+}
