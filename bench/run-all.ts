@@ -31,7 +31,7 @@ function runScript(name: string, env: NodeJS.ProcessEnv = process.env): Promise<
 }
 
 const outcomes: Outcome[] = [];
-for (const name of ["seed-large", "api-list", "deep-offset", "download", "add-file-memory"]) {
+for (const name of ["seed-large", "api-list", "deep-offset", "download", "add-file-memory", "social-import"]) {
   console.log(`\n## ${name}\n`);
   const resultFile = path.join(RESULTS_DIR, `${name}.json`);
   await fs.rm(resultFile, { force: true });
@@ -166,6 +166,17 @@ if (addFile) {
     `${addFile.add_file_mb_per_s} MB/s`,
     `${addFile.sha256sum_mb_per_s} MB/s (\`sha256sum\`, read + hash)`,
     x(addFile.add_file_throughput_ratio_to_sha256sum),
+  ]);
+}
+const socialImport = get("social-import") as
+  | { profiles: number; bad_lines: number; cli_seconds: number; copy_seconds: number; time_ratio_cli_to_copy: number }
+  | undefined;
+if (socialImport) {
+  rows.push([
+    `\`social:import\` of ${socialImport.profiles.toLocaleString("en")} profiles (+${socialImport.bad_lines} bad lines), wall time`,
+    `${socialImport.cli_seconds} s (goal < 60 s)`,
+    `${socialImport.copy_seconds} s (\`psql \\copy\` of the same rows)`,
+    x(socialImport.time_ratio_cli_to_copy),
   ]);
 }
 
