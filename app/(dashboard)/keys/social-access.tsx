@@ -22,8 +22,8 @@ export async function SocialAccessSummary({ buyerId, access }: { buyerId: string
         <>
           <p className="text-sm text-slate-700" data-testid="social-usage">
             {usage.used.toLocaleString("en")} of {usage.allowance.toLocaleString("en")} profile reads used this month,{" "}
-            <strong>{usage.remaining.toLocaleString("en")} left</strong>. The allowance resets {formatDate(usage.resetAt)}.
-            Rate: {access.ratePerMinute.toLocaleString("en")} requests per minute.
+            <strong>{usage.remaining.toLocaleString("en")} left</strong>. The allowance resets{" "}
+            {formatDate(usage.resetAt)}. Rate: {access.ratePerMinute.toLocaleString("en")} requests per minute.
           </p>
           {/* A native meter: no inline style, which the Content-Security-Policy would block. */}
           <meter
@@ -43,8 +43,8 @@ export async function SocialAccessSummary({ buyerId, access }: { buyerId: string
         </>
       ) : (
         <p className="text-sm text-slate-600">
-          Social API access is a separate option for reading social-platform profiles. It is not enabled for this account;
-          your account manager can enable it.
+          Social API access is a separate option for reading social-platform profiles. It is not enabled for this
+          account; your account manager can enable it.
         </p>
       )}
     </section>
