@@ -27,23 +27,28 @@ export async function serveOnNode(
     });
     signal = client.signal;
   }
-  const headers = new Headers();
+  const requestHeaders = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
-    if (typeof value === "string") headers.set(name, value);
-    else if (Array.isArray(value)) value.forEach((item) => headers.append(name, item));
+    if (typeof value === "string") requestHeaders.set(name, value);
+    else if (Array.isArray(value)) value.forEach((item) => requestHeaders.append(name, item));
   }
   const request = new Request(new URL(req.url ?? "/", `http://${req.headers.host ?? "localhost"}`), {
     method: req.method,
-    headers,
+    headers: requestHeaders,
     signal,
   });
   const response = await handle(request);
-  res.writeHead(response.status, Object.fromEntries(response.headers));
+  const headers = Object.fromEntries(response.headers);
   if (!response.body) {
+    res.writeHead(response.status, headers);
     res.end();
   } else if (!stream) {
-    res.end(Buffer.from(await response.arrayBuffer()));
+    // A short body goes out whole, with its length (not chunked), in one write.
+    const body = Buffer.from(await response.arrayBuffer());
+    res.writeHead(response.status, { ...headers, "Content-Length": String(body.length) });
+    res.end(body);
   } else {
+    res.writeHead(response.status, headers);
     await pipeline(Readable.fromWeb(response.body as NodeReadableStream), res).catch(() => {
       // The client disconnected mid-stream; the source is already closed.
     });

@@ -1,8 +1,19 @@
 import { timingSafeEqual } from "node:crypto";
-import { db } from "../db/client";
+import { db, preparedQuery } from "../db/client";
 import { AppError } from "../errors";
 import { hashSecret, isWellFormedSecret } from "./secret";
-import { permissionFromStored, type ApiKeyPermission } from "./permissions";
+import type { ApiKeyPermission } from "./permissions";
+
+type KeyRow = {
+  id: string;
+  buyerId: string;
+  /** The database enum's own labels are the API's: `datasets:read`, `scrape:read`. */
+  permission: ApiKeyPermission;
+  secretHash: string;
+  expiresAt: Date;
+  revokedAt: Date | null;
+  lastUsedAt: Date | null;
+};
 
 export type AuthenticatedKey = { keyId: string; buyerId: string; permission: ApiKeyPermission };
 
@@ -26,18 +37,14 @@ export async function authenticateApiKey(authorization: string | null, now = new
   if (!isWellFormedSecret(secret)) throw invalidKey();
 
   const secretHash = hashSecret(secret);
-  const key = await db().apiKey.findUnique({
-    where: { secretHash },
-    select: {
-      id: true,
-      buyerId: true,
-      permission: true,
-      secretHash: true,
-      expiresAt: true,
-      revokedAt: true,
-      lastUsedAt: true,
-    },
-  });
+  // Every API request runs this: a prepared statement on the unique index of secret_hash.
+  const [key] = await preparedQuery<KeyRow>(
+    "api-key-by-secret-hash",
+    `SELECT id, buyer_id AS "buyerId", permission, secret_hash AS "secretHash", expires_at AS "expiresAt",
+            revoked_at AS "revokedAt", last_used_at AS "lastUsedAt"
+     FROM api_keys WHERE secret_hash = $1`,
+    [secretHash],
+  );
   // The lookup is by the digest of a 190-bit secret; the comparison is constant-time all the same.
   if (!key || !timingSafeEqual(Buffer.from(key.secretHash), Buffer.from(secretHash))) throw invalidKey();
   if (key.revokedAt && key.revokedAt <= now) {
@@ -52,7 +59,7 @@ export async function authenticateApiKey(authorization: string | null, now = new
   if (!key.lastUsedAt || now.getTime() - key.lastUsedAt.getTime() >= LAST_USED_RESOLUTION_MS) {
     void recordUse(key.id, now);
   }
-  return { keyId: key.id, buyerId: key.buyerId, permission: permissionFromStored[key.permission] };
+  return { keyId: key.id, buyerId: key.buyerId, permission: key.permission };
 }
 
 function invalidKey(): AppError {
