@@ -82,3 +82,30 @@ test("keys of each expiry, and a replacement that revokes the old key", async ({
   const response = await request.get("/api/v1/orders", { headers: { Authorization: `Bearer ${secret}` } });
   expect(response.status()).toBe(200);
 });
+
+test("a key mutation sent from another site is refused (CSRF)", async ({ page }) => {
+  const account = await buyerWithOrders("e2e-csrf");
+  await signIn(page, account.email);
+  await page.goto("/keys");
+  // The page's own request to create a key, captured to be replayed as a forged one.
+  const actionRequest = page.waitForRequest(
+    (request) => request.method() === "POST" && !!request.headers()["next-action"],
+  );
+  await page.getByRole("button", { name: "Create key" }).click();
+  const form = page.getByRole("dialog", { name: "Create an API key" });
+  await form.getByLabel("Name").fill("genuine");
+  await form.getByRole("button", { name: "Create key" }).click();
+  await page
+    .getByRole("dialog", { name: "Copy your new API key" })
+    .getByRole("button", { name: "I have stored it" })
+    .click();
+  const genuine = await actionRequest;
+
+  // Same cookies, same action and body, but from another origin, as a cross-site form or script would send it.
+  const headers: Record<string, string> = { ...genuine.headers(), origin: "https://evil.example" };
+  delete headers["content-length"];
+  const forged = await page.request.post(genuine.url(), { headers, data: genuine.postDataBuffer()! });
+  expect(forged.ok()).toBe(false);
+  await page.reload();
+  await expect(page.getByTestId("key-row")).toHaveCount(1);
+});

@@ -48,6 +48,11 @@ if (mode === "start" && !configuredOrigin() && !process.env.APP_URL) {
   );
 }
 logMailDelivery();
+if (process.env.CLOCK_START) {
+  console.warn(
+    `[dataset-access] warning: CLOCK_START=${process.env.CLOCK_START}: the Social API allowance runs on a test clock.`,
+  );
+}
 
 const nextBin = createRequire(import.meta.url).resolve("next/dist/bin/next");
 // A product server should not phone home; set NEXT_TELEMETRY_DISABLED=0 to allow Next.js telemetry.

@@ -204,3 +204,49 @@ describe("GET /api/v1/scrape/{platform}/profile", () => {
     expect(usage.map((row) => row.used)).toEqual([20]);
   });
 });
+
+describe("the month rollover over HTTP, on an injected clock (CLOCK_START), without waiting", () => {
+  it("refuses at the end of November and serves again on 1 December", async () => {
+    const account = await socialAccount("social-rollover", { allowance: 2, ratePerMinute: 100 });
+    const serverAt = (instant: string) =>
+      startServer({
+        databaseUrl: env.database.url,
+        storageDir: env.storageDir,
+        env: { REDIS_URL: "", CLOCK_START: instant },
+      });
+    const read = (base: TestServer) =>
+      fetch(`${base.url}/api/v1/scrape/instagram/profile?handle=nasa`, {
+        headers: { Authorization: `Bearer ${account.scrapeKey}` },
+      });
+
+    const november = await serverAt("2026-11-30T23:59:00.000Z");
+    try {
+      expect((await read(november)).headers.get("social-allowance-remaining")).toBe("1");
+      expect((await read(november)).headers.get("social-allowance-remaining")).toBe("0");
+      const refused = await read(november);
+      expect(refused.status).toBe(429);
+      expect((await refused.json()).code).toBe("social_allowance_exhausted");
+      expect(refused.headers.get("social-allowance-reset")).toBe("2026-12-01T00:00:00.000Z");
+      // About a minute to go on the injected clock (less the time the server took to start).
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(30);
+      expect(Number(refused.headers.get("retry-after"))).toBeLessThanOrEqual(60);
+    } finally {
+      await november.stop();
+    }
+
+    const december = await serverAt("2026-12-01T00:00:00.000Z");
+    try {
+      const served = await read(december);
+      expect(served.status).toBe(200);
+      expect(served.headers.get("social-allowance-remaining")).toBe("1");
+      expect(served.headers.get("social-allowance-reset")).toBe("2027-01-01T00:00:00.000Z");
+    } finally {
+      await december.stop();
+    }
+    const usage = await db().socialUsage.findMany({ where: { buyerId: account.id }, orderBy: { periodStart: "asc" } });
+    expect(usage.map((row) => [row.periodStart.toISOString().slice(0, 10), row.used])).toEqual([
+      ["2026-11-01", 2],
+      ["2026-12-01", 1],
+    ]);
+  });
+});

@@ -1,4 +1,5 @@
 import { readOnlyApiRoute } from "@/lib/api/node";
+import { now } from "@/lib/clock";
 import { parseQuery } from "@/lib/api/validation";
 import { apiJson, withApiKey } from "@/lib/api/with-api-key";
 import { socialProfileQuerySchema } from "@/lib/schemas/api";
@@ -19,6 +20,7 @@ export default readOnlyApiRoute(
         allowance: social!.monthlyAllowance,
         platform,
         handle,
+        now: now(),
       });
       const response = apiJson(JSON.stringify(body));
       for (const [name, value] of Object.entries(allowanceHeaders(allowance))) response.headers.set(name, value);
