@@ -51,6 +51,7 @@ test("another buyer's order does not exist for this buyer", async ({ page }) => 
   await signIn(page, mine.email);
   const response = await page.goto(`/orders/${theirs.delivered.id}`);
   expect(response?.status()).toBe(404);
+  await expect(page.getByRole("heading", { name: "Page not found" })).toBeVisible();
   const download = await page.request.get(`/orders/${theirs.delivered.id}/files/${theirs.delivered.files[0]!.id}`, {
     maxRedirects: 0,
   });

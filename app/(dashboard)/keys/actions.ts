@@ -2,6 +2,7 @@
 
 import { revalidatePath } from "next/cache";
 import { z } from "zod";
+import type { ActionResult } from "@/components/use-action";
 import { currentBuyer } from "@/lib/auth/session";
 import { AppError } from "@/lib/errors";
 import {
@@ -28,7 +29,7 @@ export type CreatedKey = {
   /** Something that went wrong after the key was made (it must still be shown: it exists). */
   warning?: string;
 };
-export type KeyActionResult = { ok: true; key?: CreatedKey } | { ok: false; error: string };
+export type KeyActionResult = ActionResult<{ key?: CreatedKey }>;
 
 const expiryField = z.coerce.number().pipe(apiKeyExpiryDaysSchema);
 const createKeySchema = z.object({

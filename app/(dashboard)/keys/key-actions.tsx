@@ -1,32 +1,12 @@
 "use client";
 
-import { useRouter } from "next/navigation";
-import { useRef, useState, useTransition, type FormEvent } from "react";
+import { useRef, useState, type FormEvent } from "react";
 import { CopyButton } from "@/components/copy-button";
 import { Dialog } from "@/components/dialog";
+import { useAction } from "@/components/use-action";
 import { Button, Notice, inputClass } from "@/components/ui";
 import { formatDate } from "@/lib/format";
-import { createKeyAction, replaceKeyAction, revokeKeyAction, type CreatedKey, type KeyActionResult } from "./actions";
-
-/** Runs a key action; on success refreshes the server-rendered table and passes the result on. */
-function useKeyAction() {
-  const router = useRouter();
-  const [pending, startTransition] = useTransition();
-  const [error, setError] = useState<string>();
-  function run(action: () => Promise<KeyActionResult>, onDone: (key?: CreatedKey) => void) {
-    setError(undefined);
-    startTransition(async () => {
-      const result = await action().catch(() => ({
-        ok: false as const,
-        error: "The server could not do that. Try again.",
-      }));
-      if (!result.ok) return setError(result.error);
-      onDone(result.key);
-      router.refresh();
-    });
-  }
-  return { pending, error, run, clearError: () => setError(undefined) };
-}
+import { createKeyAction, replaceKeyAction, revokeKeyAction, type CreatedKey } from "./actions";
 
 function ExpiryChoice({ choices, defaultValue }: { choices: number[]; defaultValue: number }) {
   return (
@@ -48,7 +28,7 @@ export function CreateKeyButton({ socialEnabled, expiryChoices }: { socialEnable
   const trigger = useRef<HTMLButtonElement>(null);
   const [open, setOpen] = useState(false);
   const [secretKey, setSecretKey] = useState<CreatedKey>();
-  const { pending, error, run, clearError } = useKeyAction();
+  const { pending, error, run, clearError } = useAction();
 
   function submit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
@@ -60,7 +40,7 @@ export function CreateKeyButton({ socialEnabled, expiryChoices }: { socialEnable
     };
     run(
       () => createKeyAction(input),
-      (key) => {
+      ({ key }) => {
         setOpen(false);
         setSecretKey(key);
       },
@@ -177,7 +157,7 @@ function SecretDialog({
 
 export function RevokeKeyButton({ keyId, name }: { keyId: string; name: string }) {
   const [open, setOpen] = useState(false);
-  const { pending, error, run } = useKeyAction();
+  const { pending, error, run } = useAction();
   return (
     <>
       <Button tone="secondary" size="sm" onClick={() => setOpen(true)} aria-label={`Revoke ${name}`}>
@@ -229,7 +209,7 @@ export function ReplaceKeyButton({
   const trigger = useRef<HTMLButtonElement>(null);
   const [open, setOpen] = useState(false);
   const [secretKey, setSecretKey] = useState<CreatedKey>();
-  const { pending, error, run } = useKeyAction();
+  const { pending, error, run } = useAction();
 
   function submit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
@@ -241,7 +221,7 @@ export function ReplaceKeyButton({
     };
     run(
       () => replaceKeyAction(input),
-      (key) => {
+      ({ key }) => {
         setOpen(false);
         setSecretKey(key);
       },

@@ -2,6 +2,7 @@
 
 import { revalidatePath } from "next/cache";
 import { z } from "zod";
+import type { ActionResult } from "@/components/use-action";
 import { currentBuyer } from "@/lib/auth/session";
 import { AppError } from "@/lib/errors";
 import { createShareLink, revokeShareLink, shareLinkExpirySchema } from "@/lib/shares";
@@ -9,7 +10,7 @@ import { siteOrigin } from "@/lib/site";
 
 /** Share-link mutations: session checked here, input validated with zod, same-origin only (Next.js actions). */
 
-export type ShareActionResult = { ok: true; url?: string } | { ok: false; error: string };
+export type ShareActionResult = ActionResult<{ url?: string }>;
 
 const orderIdSchema = z.string().regex(/^ord_[0-9a-f]{32}$/);
 const createSchema = z.object({

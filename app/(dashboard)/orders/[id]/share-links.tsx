@@ -1,11 +1,11 @@
 "use client";
 
-import { useRouter } from "next/navigation";
-import { useState, useTransition, type FormEvent } from "react";
+import { useState, type FormEvent } from "react";
 import { CopyButton } from "@/components/copy-button";
 import { Dialog } from "@/components/dialog";
+import { useAction } from "@/components/use-action";
 import { Badge, Button, Notice, inputClass } from "@/components/ui";
-import { createShareLinkAction, revokeShareLinkAction, type ShareActionResult } from "./share-actions";
+import { createShareLinkAction, revokeShareLinkAction } from "./share-actions";
 
 type LinkRow = {
   id: string;
@@ -25,29 +25,17 @@ export function ShareLinks({
   links: LinkRow[];
   expiryChoices: number[];
 }) {
-  const router = useRouter();
-  const [pending, startTransition] = useTransition();
-  const [error, setError] = useState<string>();
+  const { pending, error, run } = useAction();
   const [createdUrl, setCreatedUrl] = useState<string>();
   const [revoking, setRevoking] = useState<LinkRow>();
-
-  function run(action: () => Promise<ShareActionResult>, onDone: (url?: string) => void) {
-    setError(undefined);
-    startTransition(async () => {
-      const result = await action().catch(() => ({
-        ok: false as const,
-        error: "The server could not do that. Try again.",
-      }));
-      if (!result.ok) return setError(result.error);
-      onDone(result.url);
-      router.refresh();
-    });
-  }
 
   function create(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     const expiry = String(new FormData(event.currentTarget).get("expiry") ?? "");
-    run(() => createShareLinkAction({ orderId, expiry }), setCreatedUrl);
+    run(
+      () => createShareLinkAction({ orderId, expiry }),
+      ({ url }) => setCreatedUrl(url),
+    );
   }
 
   return (
