@@ -1,6 +1,7 @@
 "use client";
 
 import { useEffect, useId, useRef, type ReactNode } from "react";
+import { Button, Notice } from "./ui";
 
 /**
  * A modal dialog on the native <dialog> element: focus moves into it and is kept there, Escape
@@ -53,5 +54,43 @@ export function Dialog({
         </div>
       )}
     </dialog>
+  );
+}
+
+/** A dialog that asks before a destructive action: the consequence, Cancel, and the action itself. */
+export function ConfirmDialog({
+  open,
+  title,
+  confirmLabel,
+  pending,
+  error,
+  onConfirm,
+  onClose,
+  finalFocus,
+  children,
+}: {
+  open: boolean;
+  title: string;
+  confirmLabel: string;
+  pending: boolean;
+  error?: string;
+  onConfirm: () => void;
+  onClose: () => void;
+  finalFocus?: () => HTMLElement | null;
+  children: ReactNode;
+}) {
+  return (
+    <Dialog open={open} title={title} onClose={onClose} finalFocus={finalFocus}>
+      {error && <Notice tone="error">{error}</Notice>}
+      <p className="text-sm text-slate-700">{children}</p>
+      <div className="flex justify-end gap-2">
+        <Button tone="secondary" onClick={onClose}>
+          Cancel
+        </Button>
+        <Button tone="danger" disabled={pending} onClick={onConfirm}>
+          {confirmLabel}
+        </Button>
+      </div>
+    </Dialog>
   );
 }

@@ -2,7 +2,7 @@
 
 import { useRef, useState, type FormEvent } from "react";
 import { CopyButton } from "@/components/copy-button";
-import { Dialog } from "@/components/dialog";
+import { ConfirmDialog, Dialog } from "@/components/dialog";
 import { useAction } from "@/components/use-action";
 import { Button, Notice, inputClass } from "@/components/ui";
 import { formatDate } from "@/lib/format";
@@ -163,34 +163,23 @@ export function RevokeKeyButton({ keyId, name }: { keyId: string; name: string }
       <Button tone="secondary" size="sm" onClick={() => setOpen(true)} aria-label={`Revoke ${name}`}>
         Revoke
       </Button>
-      <Dialog
+      <ConfirmDialog
         open={open}
         title={`Revoke “${name}”?`}
+        confirmLabel={pending ? "Revoking…" : "Revoke key"}
+        pending={pending}
+        error={error}
+        onConfirm={() =>
+          run(
+            () => revokeKeyAction(keyId),
+            () => setOpen(false),
+          )
+        }
         onClose={() => setOpen(false)}
         finalFocus={() => document.getElementById("keys-heading")}
       >
-        {error && <Notice tone="error">{error}</Notice>}
-        <p className="text-sm text-slate-700">
-          Requests with this key fail from the next one on. This cannot be undone: to restore access, create a new key.
-        </p>
-        <div className="flex justify-end gap-2">
-          <Button tone="secondary" onClick={() => setOpen(false)}>
-            Cancel
-          </Button>
-          <Button
-            tone="danger"
-            disabled={pending}
-            onClick={() =>
-              run(
-                () => revokeKeyAction(keyId),
-                () => setOpen(false),
-              )
-            }
-          >
-            {pending ? "Revoking…" : "Revoke key"}
-          </Button>
-        </div>
-      </Dialog>
+        Requests with this key fail from the next one on. This cannot be undone: to restore access, create a new key.
+      </ConfirmDialog>
     </>
   );
 }

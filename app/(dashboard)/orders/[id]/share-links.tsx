@@ -2,7 +2,7 @@
 
 import { useState, type FormEvent } from "react";
 import { CopyButton } from "@/components/copy-button";
-import { Dialog } from "@/components/dialog";
+import { ConfirmDialog, Dialog } from "@/components/dialog";
 import { useAction } from "@/components/use-action";
 import { Badge, Button, Notice, inputClass } from "@/components/ui";
 import { createShareLinkAction, revokeShareLinkAction } from "./share-actions";
@@ -104,35 +104,24 @@ export function ShareLinks({
           <Button onClick={() => setCreatedUrl(undefined)}>Done</Button>
         </div>
       </Dialog>
-      <Dialog
+      <ConfirmDialog
         open={revoking !== undefined}
         title="Revoke this share link?"
+        confirmLabel="Revoke link"
+        pending={pending}
+        error={error}
+        onConfirm={() =>
+          revoking &&
+          run(
+            () => revokeShareLinkAction({ orderId, linkId: revoking.id }),
+            () => setRevoking(undefined),
+          )
+        }
         onClose={() => setRevoking(undefined)}
         finalFocus={() => document.getElementById("share-heading")}
       >
-        {error && <Notice tone="error">{error}</Notice>}
-        <p className="text-sm text-slate-700">
-          Whoever has <code>{revoking?.display}</code> loses access to this order at once.
-        </p>
-        <div className="flex justify-end gap-2">
-          <Button tone="secondary" onClick={() => setRevoking(undefined)}>
-            Cancel
-          </Button>
-          <Button
-            tone="danger"
-            disabled={pending}
-            onClick={() =>
-              revoking &&
-              run(
-                () => revokeShareLinkAction({ orderId, linkId: revoking.id }),
-                () => setRevoking(undefined),
-              )
-            }
-          >
-            Revoke link
-          </Button>
-        </div>
-      </Dialog>
+        Whoever has <code>{revoking?.display}</code> loses access to this order at once.
+      </ConfirmDialog>
     </section>
   );
 }
