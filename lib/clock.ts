@@ -1,7 +1,8 @@
 /**
  * The time the Social API allowance is counted in. CLOCK_START (ISO 8601) is for tests only: the
- * clock then starts at that instant when the server loads and runs on at normal speed, so a test
- * can cross a month boundary without waiting. Unset, it is the system clock.
+ * clock then starts at that instant when first used (per route bundle, so within the seconds a
+ * server takes to warm up) and runs on at normal speed, so a test can cross a month boundary
+ * without waiting. Unset, it is the system clock.
  */
 const offsetMs = (() => {
   const start = process.env.CLOCK_START;

@@ -32,7 +32,7 @@ export async function serveOnNode(
     if (typeof value === "string") requestHeaders.set(name, value);
     else if (Array.isArray(value)) value.forEach((item) => requestHeaders.append(name, item));
   }
-  const request = new Request(new URL(req.url ?? "/", `http://${req.headers.host ?? "localhost"}`), {
+  const request = new Request(requestUrl(req), {
     method: req.method,
     headers: requestHeaders,
     signal,
@@ -52,6 +52,15 @@ export async function serveOnNode(
     await pipeline(Readable.fromWeb(response.body as NodeReadableStream), res).catch(() => {
       // The client disconnected mid-stream; the source is already closed.
     });
+  }
+}
+
+/** The request's URL; a Host header that is not a host name does not make it fail. */
+function requestUrl(req: IncomingMessage): URL {
+  try {
+    return new URL(req.url ?? "/", `http://${req.headers.host ?? "localhost"}`);
+  } catch {
+    return new URL(req.url ?? "/", "http://localhost");
   }
 }
 

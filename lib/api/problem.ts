@@ -156,6 +156,9 @@ function describe(error: unknown, requestId: string) {
 
 /** Connection-level failures of PostgreSQL (driver errors or Prisma's wrapping of them). */
 function isDatabaseUnavailable(error: unknown): boolean {
+  // SQLSTATE classes 08 (connection exception), 57P01-03 (shut down, cannot connect now), 53300 (too many connections).
+  const code = (error as { code?: unknown })?.code;
+  if (typeof code === "string" && /^(08...|57P0[123]|53300)$/.test(code)) return true;
   const text = `${(error as { code?: string })?.code ?? ""} ${(error as Error)?.message ?? ""}`;
   return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|P1001|P1002|P1017|Can't reach database|Connection terminated|DatabaseNotReachable|too many clients|the database system is (starting|shutting) up/i.test(
     text,

@@ -47,7 +47,7 @@ function socialPolicy(ratePerMinute: number): RatePolicy {
   };
 }
 
-/** Accounts exempt from the dataset limit (benchmarks, internal tools): RATE_LIMIT_EXEMPT_BUYERS=id,id */
+/** Accounts exempt from the dataset limit, not the social rate (benchmarks, internal tools): RATE_LIMIT_EXEMPT_BUYERS=id,id */
 function isExempt(buyerId: string): boolean {
   return (process.env.RATE_LIMIT_EXEMPT_BUYERS ?? "").split(",").includes(buyerId);
 }
@@ -95,7 +95,7 @@ export function withApiKey<Params = Record<string, never>>(
         }
         policy = socialPolicy(social.ratePerMinute);
       }
-      if (!isExempt(key.buyerId)) {
+      if (!(policy === DATASETS_POLICY && isExempt(key.buyerId))) {
         const decision = await policy.limiter().check(key.buyerId);
         limitHeaders = rateLimitHeaders(decision, policy.windowSeconds, policy.name);
         if (!decision.allowed) {

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
 import { PrismaClient } from "./generated/client";
@@ -9,10 +10,17 @@ const globalForPrisma = globalThis as unknown as { prisma?: PrismaClient; pool?:
 
 /** The app's one connection pool, shared by Prisma and the hot-path statements (see `sql`). */
 function pool(): pg.Pool {
-  globalForPrisma.pool ??= new pg.Pool({
-    connectionString: databaseUrl(),
-    max: Number(process.env.DATABASE_POOL_SIZE ?? 10),
-  });
+  if (!globalForPrisma.pool) {
+    globalForPrisma.pool = new pg.Pool({
+      connectionString: databaseUrl(),
+      max: Number(process.env.DATABASE_POOL_SIZE ?? 10),
+      // Prisma's adapter writes timestamps without a zone, so sessions must run in UTC whatever the
+      // server's or database's default; else a revocation could land hours in the future.
+      options: "-c TimeZone=UTC",
+    });
+    // A dropped idle connection must not crash the process; the next query opens a new one.
+    globalForPrisma.pool.on("error", (error) => console.error(`database pool: ${error.message}`));
+  }
   return globalForPrisma.pool;
 }
 
@@ -24,16 +32,41 @@ export function db(): PrismaClient {
 
 /**
  * A prepared statement run on the same pool without Prisma's query machinery: only for the
- * statements every API request runs (key lookup, order page), where that machinery was a
- * measurable share of the CPU per request (bench/api-list.ts). `name` makes PostgreSQL keep the
- * plan per connection.
+ * statements every API request runs (key lookup, order page), where that machinery was most of
+ * the CPU per request, and naming the statement (PostgreSQL keeps its plan per connection) saved
+ * another sixth (bench/api-list.ts). The name comes from the text, so changed SQL never meets an
+ * old statement. A plan made stale by a migration under a running instance ("cached plan must not
+ * change result type") costs that connection: it is closed and the query runs once more on a
+ * fresh one. Behind PgBouncer, use session pooling (or its prepared-statement support).
  */
-export async function preparedQuery<Row extends pg.QueryResultRow>(
-  name: string,
-  text: string,
-  values: unknown[],
-): Promise<Row[]> {
-  return (await pool().query<Row>({ name, text, values })).rows;
+export async function sqlQuery<Row extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<Row[]> {
+  const name = statementName(text);
+  for (let attempt = 1; ; attempt++) {
+    const client = await pool().connect();
+    try {
+      const result = await client.query<Row>({ name, text, values });
+      client.release();
+      return result.rows;
+    } catch (error) {
+      const stale = isStalePlan(error);
+      // A stale statement lives on that connection: destroy it rather than return it to the pool.
+      client.release(stale ? (error as Error) : undefined);
+      if (!stale || attempt > 1) throw error;
+    }
+  }
+}
+
+const statementNames = new Map<string, string>();
+function statementName(text: string): string {
+  let name = statementNames.get(text);
+  if (!name) statementNames.set(text, (name = `q_${createHash("sha1").update(text).digest("hex").slice(0, 16)}`));
+  return name;
+}
+
+/** 0A000 "cached plan must not change result type"; 26000 the statement is gone (e.g. DISCARD ALL). */
+function isStalePlan(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code;
+  return code === "0A000" || code === "26000";
 }
 
 export async function disconnectDb(): Promise<void> {

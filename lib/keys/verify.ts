@@ -1,5 +1,5 @@
 import { timingSafeEqual } from "node:crypto";
-import { db, preparedQuery } from "../db/client";
+import { db, sqlQuery } from "../db/client";
 import { AppError } from "../errors";
 import { hashSecret, isWellFormedSecret } from "./secret";
 import type { ApiKeyPermission } from "./permissions";
@@ -37,9 +37,8 @@ export async function authenticateApiKey(authorization: string | null, now = new
   if (!isWellFormedSecret(secret)) throw invalidKey();
 
   const secretHash = hashSecret(secret);
-  // Every API request runs this: a prepared statement on the unique index of secret_hash.
-  const [key] = await preparedQuery<KeyRow>(
-    "api-key-by-secret-hash",
+  // Every API request runs this: one statement on the unique index of secret_hash.
+  const [key] = await sqlQuery<KeyRow>(
     `SELECT id, buyer_id AS "buyerId", permission, secret_hash AS "secretHash", expires_at AS "expiresAt",
             revoked_at AS "revokedAt", last_used_at AS "lastUsedAt"
      FROM api_keys WHERE secret_hash = $1`,

@@ -1,4 +1,4 @@
-import { db, preparedQuery, Prisma } from "../db/client";
+import { db, Prisma, sqlQuery } from "../db/client";
 import { AppError } from "../errors";
 import type { z } from "zod";
 import type { orderSchema } from "../schemas/api";
@@ -44,9 +44,9 @@ const ORDER_JSON = Prisma.sql`json_build_object(
  * whether another page exists.
  */
 export async function orderPageJson(buyerId: string, page: { limit: number; offset: number }): Promise<string> {
-  // Every list request runs this: a prepared statement, without Prisma's query machinery.
+  // Every list request runs this, so without Prisma's query machinery (see sqlQuery).
   const query = orderPageQuery(buyerId, page);
-  const [row] = await preparedQuery<OrderPageRow>("order-page", query.text, query.values);
+  const [row] = await sqlQuery<OrderPageRow>(query.text, query.values);
   return orderPageBody(row, page);
 }
 

@@ -15,9 +15,25 @@ export type RemoteBackend = { kind: "upstash" | "redis"; label: string; connect:
 /** Upstash when both of its variables are set, else a plain Redis when REDIS_URL is set, else none (in-process). */
 export function remoteBackend(env: Env): RemoteBackend | undefined {
   const { UPSTASH_REDIS_REST_URL: url, UPSTASH_REDIS_REST_TOKEN: token, REDIS_URL: redisUrl } = env;
-  if (url && token) return { kind: "upstash", label: "Upstash Redis", connect: () => new UpstashRedis({ url, token }) };
-  if (redisUrl) return { kind: "redis", label: "Redis", connect: () => plainRedis(redisUrl) };
+  if (url && token) {
+    return {
+      kind: "upstash",
+      label: "Upstash Redis",
+      connect: () => shared(`upstash ${url}`, () => new UpstashRedis({ url, token })),
+    };
+  }
+  if (redisUrl)
+    return { kind: "redis", label: "Redis", connect: () => shared(`redis ${redisUrl}`, () => plainRedis(redisUrl)) };
   return undefined;
+}
+
+// One connection per store and process, whatever the number of limiters (one per policy and configured rate).
+const connections = ((globalThis as unknown as { rateLimitStores?: Map<string, RatelimitRedis> }).rateLimitStores ??=
+  new Map());
+function shared(key: string, open: () => RatelimitRedis): RatelimitRedis {
+  let store = connections.get(key);
+  if (!store) connections.set(key, (store = open()));
+  return store;
 }
 
 // The library's type demands `get`/`set` (used only by dynamic limits, which we leave off) and omits `eval`

@@ -30,6 +30,8 @@ export async function readSocialProfile(input: {
   allowance: number;
   platform: SocialPlatform;
   handle: string;
+  /** False for HEAD: nothing is read, so nothing is taken from the allowance. */
+  consume?: boolean;
   now?: Date;
 }): Promise<{ body: SocialProfileBody; allowance: AllowanceState }> {
   const now = input.now ?? new Date();
@@ -61,7 +63,10 @@ export async function readSocialProfile(input: {
       new AppError("profile_not_found", `No ${platform} profile for the handle ${handle.handle}.`),
     );
   }
-  const allowance = await consumeAllowance(input.buyerId, input.allowance, now);
+  const allowance =
+    input.consume === false
+      ? await allowanceUsage(input.buyerId, input.allowance, now)
+      : await consumeAllowance(input.buyerId, input.allowance, now);
   if (!allowance) {
     const exhausted = await allowanceUsage(input.buyerId, input.allowance, now);
     const retryAfter = Math.max(1, Math.ceil((exhausted.resetAt.getTime() - now.getTime()) / 1000));

@@ -27,6 +27,11 @@ async function socialAccount(label: string, settings: { allowance: number; rateP
   };
 }
 
+async function usedThisMonth(buyerId: string): Promise<number> {
+  const usage = await db().socialUsage.findMany({ where: { buyerId } });
+  return usage.reduce((sum, row) => sum + row.used, 0);
+}
+
 const get = (pathAndQuery: string, key?: string) =>
   fetch(`${server.url}/api/v1${pathAndQuery}`, { headers: key ? { Authorization: `Bearer ${key}` } : {} });
 
@@ -163,6 +168,25 @@ describe("GET /api/v1/scrape/{platform}/profile", () => {
     expect((await refused.json()).code).toBe("rate_limited");
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
     expect(refused.headers.get("ratelimit")).toMatch(/^"social";r=0;t=\d+$/);
+    expect(await usedThisMonth(account.id)).toBe(2);
+  });
+
+  it("HEAD answers like GET without a body and takes nothing from the allowance", async () => {
+    const account = await socialAccount("social-head", { allowance: 100, ratePerMinute: 100 });
+    const response = await fetch(`${server.url}/api/v1/scrape/instagram/profile?handle=nasa`, {
+      method: "HEAD",
+      headers: { Authorization: `Bearer ${account.scrapeKey}` },
+    });
+    expect(response.status).toBe(200);
+    expect(await response.text()).toBe("");
+    expect(response.headers.get("social-allowance-remaining")).toBe("100");
+    expect(await usedThisMonth(account.id)).toBe(0);
+    const post = await fetch(`${server.url}/api/v1/scrape/instagram/profile?handle=nasa`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${account.scrapeKey}` },
+    });
+    expect(post.status).toBe(405);
+    expect(post.headers.get("allow")).toBe("GET, HEAD");
   });
 
   it("429 social_allowance_exhausted: only successful reads count, Retry-After runs to the month's end", async () => {

@@ -1,11 +1,12 @@
 import Link from "next/link";
 import { Badge, linkClass } from "@/components/ui";
+import { now } from "@/lib/clock";
 import { formatDate } from "@/lib/format";
 import { allowanceUsage, type SocialAccessSettings } from "@/lib/social/access";
 
 /** The account's Social API access and this month's use of its allowance. */
 export async function SocialAccessSummary({ buyerId, access }: { buyerId: string; access?: SocialAccessSettings }) {
-  const usage = access?.enabled ? await allowanceUsage(buyerId, access.monthlyAllowance) : undefined;
+  const usage = access?.enabled ? await allowanceUsage(buyerId, access.monthlyAllowance, now()) : undefined;
   return (
     <section
       aria-labelledby="social-heading"

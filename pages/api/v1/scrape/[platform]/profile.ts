@@ -20,6 +20,7 @@ export default readOnlyApiRoute(
         allowance: social!.monthlyAllowance,
         platform,
         handle,
+        consume: request.method !== "HEAD",
         now: now(),
       });
       const response = apiJson(JSON.stringify(body));
