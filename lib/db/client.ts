@@ -8,7 +8,7 @@ export type * from "./generated/client";
 
 const globalForPrisma = globalThis as unknown as { prisma?: PrismaClient; pool?: pg.Pool };
 
-/** The app's one connection pool, shared by Prisma and the hot-path statements (see `sql`). */
+/** The app's one connection pool, shared by Prisma and the hot-path statements (see `sqlQuery`). */
 function pool(): pg.Pool {
   if (!globalForPrisma.pool) {
     globalForPrisma.pool = new pg.Pool({

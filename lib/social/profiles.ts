@@ -1,8 +1,8 @@
 import type { z } from "zod";
 import { db } from "../db/client";
 import type { socialProfileSchema } from "../schemas/api";
-import { AppError } from "../errors";
-import { allowanceUsage, consumeAllowance, type AllowanceState } from "./access";
+import { AppError, type ErrorCode } from "../errors";
+import { allowancePeriod, allowanceUsage, consumeAllowance, type AllowanceState } from "./access";
 import { normaliseHandle, SOCIAL_PLATFORMS, socialPlatformSchema, type SocialPlatform } from "./platforms";
 
 export type SocialProfileBody = z.infer<typeof socialProfileSchema>;
@@ -20,10 +20,10 @@ export function parsePlatform(value: string): SocialPlatform {
 }
 
 /**
- * One profile read (the platform is parsed first, see parsePlatform), checks in this order: handle (400), the platform's source
- * (503 with Retry-After), the stored profile (404), then one read from the month's allowance (429
- * with Retry-After until the month ends). Only a read that returns a profile uses the allowance.
- * Every answer carries the allowance state, so clients can see what is left.
+ * One profile read (the platform is parsed first, see parsePlatform). Checks in this order: handle
+ * (400), the platform's source (503 with Retry-After), the stored profile (404), then one read from
+ * the month's allowance (429 with Retry-After until the month ends). Only a read that returns a
+ * profile uses the allowance. Every answer carries the allowance state, so clients see what is left.
  */
 export async function readSocialProfile(input: {
   buyerId: string;
@@ -39,41 +39,37 @@ export async function readSocialProfile(input: {
   const handle = normaliseHandle(platform, input.handle);
   if (!handle.ok) throw new AppError("invalid_request", `Invalid handle: ${handle.reason}`);
 
-  const withAllowance = async (error: AppError) =>
-    new AppError(error.code, error.message, {
+  /** A refusal that also tells the allowance left (none of it was used). */
+  const refusal = async (code: ErrorCode, message: string, headers: Record<string, string> = {}) =>
+    new AppError(code, message, {
       ...allowanceHeaders(await allowanceUsage(input.buyerId, input.allowance, now)),
-      ...error.headers,
+      ...headers,
     });
 
   const [status, profile] = await Promise.all([
     db().socialPlatformStatus.findUnique({ where: { platform } }),
-    db().socialProfile.findUnique({ where: { platform_handle: { platform: platform, handle: handle.handle } } }),
+    db().socialProfile.findUnique({ where: { platform_handle: { platform, handle: handle.handle } } }),
   ]);
   if (status && !status.available) {
-    throw await withAllowance(
-      new AppError(
-        "social_unavailable",
-        `The ${platform} source is unavailable right now. Retry after ${status.retryAfterSeconds} seconds.`,
-        { "Retry-After": String(status.retryAfterSeconds) },
-      ),
+    throw await refusal(
+      "social_unavailable",
+      `The ${platform} source is unavailable right now. Retry after ${status.retryAfterSeconds} seconds.`,
+      { "Retry-After": String(status.retryAfterSeconds) },
     );
   }
-  if (!profile) {
-    throw await withAllowance(
-      new AppError("profile_not_found", `No ${platform} profile for the handle ${handle.handle}.`),
-    );
-  }
+  if (!profile) throw await refusal("profile_not_found", `No ${platform} profile for the handle ${handle.handle}.`);
+
   const allowance =
     input.consume === false
       ? await allowanceUsage(input.buyerId, input.allowance, now)
       : await consumeAllowance(input.buyerId, input.allowance, now);
   if (!allowance) {
-    const exhausted = await allowanceUsage(input.buyerId, input.allowance, now);
-    const retryAfter = Math.max(1, Math.ceil((exhausted.resetAt.getTime() - now.getTime()) / 1000));
-    throw new AppError(
+    const resetAt = allowancePeriod(now).end;
+    const retryAfter = Math.max(1, Math.ceil((resetAt.getTime() - now.getTime()) / 1000));
+    throw await refusal(
       "social_allowance_exhausted",
-      `This account's social allowance of ${input.allowance} profile reads for this month is used up. It resets at ${exhausted.resetAt.toISOString()}.`,
-      { ...allowanceHeaders(exhausted), "Retry-After": String(retryAfter) },
+      `This account's social allowance of ${input.allowance} profile reads for this month is used up. It resets at ${resetAt.toISOString()}.`,
+      { "Retry-After": String(retryAfter) },
     );
   }
   return {
