@@ -1,28 +1,15 @@
 import { publicOrigin } from "@/lib/api/validation";
 import { currentBuyer } from "@/lib/auth/session";
-import { downloadUrl, noStoreRedirect } from "@/lib/downloads";
-import { AppError } from "@/lib/errors";
-import { getDownloadableFile } from "@/lib/orders/queries";
+import { noStoreRedirect } from "@/lib/downloads";
+import { browserDownload } from "@/lib/downloads/browser";
 
-/**
- * A dashboard download: the signed-in buyer's own file, by the same short-lived signed URL the
- * API redirects to. A refused download goes back to the order page, which says why.
- */
+/** A dashboard download: the signed-in buyer's own file, by the same short-lived signed URL the API redirects to. */
 export async function GET(request: Request, { params }: { params: Promise<{ id: string; fileId: string }> }) {
   const { id, fileId } = await params;
-  const origin = publicOrigin(request);
+  const orderPage = `/orders/${encodeURIComponent(id)}`;
   const buyer = await currentBuyer();
   if (!buyer) {
-    const returnTo = `/orders/${encodeURIComponent(id)}`;
-    return noStoreRedirect(`${origin}/signin?${new URLSearchParams({ callbackUrl: returnTo })}`);
+    return noStoreRedirect(`${publicOrigin(request)}/signin?${new URLSearchParams({ callbackUrl: orderPage })}`);
   }
-  try {
-    const file = await getDownloadableFile(buyer.id, id, fileId);
-    return noStoreRedirect(downloadUrl(file.id, origin));
-  } catch (error) {
-    if (!(error instanceof AppError)) throw error;
-    if (error.code === "order_not_delivered")
-      return noStoreRedirect(`${origin}/orders/${encodeURIComponent(id)}?refused`, 303);
-    return new Response("Not found: no such order or file in your account.", { status: 404 });
-  }
+  return browserDownload(request, { buyerId: buyer.id, orderId: id, fileId, orderPage });
 }

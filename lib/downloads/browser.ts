@@ -1,0 +1,31 @@
+import { publicOrigin } from "../api/validation";
+import { AppError } from "../errors";
+import { getDownloadableFile } from "../orders/queries";
+import { downloadUrl, noStoreRedirect } from "./index";
+
+/**
+ * A download started in a browser (the dashboard or a share page) for a file the caller may
+ * reach: a redirect to the same short-lived signed link as the API; for an order that is not
+ * delivered, back to `orderPage` with `?refused`, which says why; anything else a plain 404.
+ */
+export async function browserDownload(
+  request: Request,
+  target: { buyerId: string; orderId: string; fileId: string; orderPage: string },
+): Promise<Response> {
+  const origin = publicOrigin(request);
+  try {
+    const file = await getDownloadableFile(target.buyerId, target.orderId, target.fileId);
+    return noStoreRedirect(downloadUrl(file.id, origin));
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error;
+    if (error.code === "order_not_delivered") return noStoreRedirect(`${origin}${target.orderPage}?refused`, 303);
+    return plainNotFound("No such order or file here.");
+  }
+}
+
+export function plainNotFound(message: string): Response {
+  return new Response(message, {
+    status: 404,
+    headers: { "Content-Type": "text/plain; charset=utf-8", "Cache-Control": "private, no-store" },
+  });
+}
