@@ -2,9 +2,7 @@
 
 import { useRouter } from "next/navigation";
 import { useState, useTransition } from "react";
-
-/** What a dashboard server action answers: its result, or an error for the person who clicked. */
-export type ActionResult<Value> = ({ ok: true } & Value) | { ok: false; error: string };
+import type { ActionResult } from "@/lib/auth/buyer-action";
 
 /**
  * Runs a server action in a transition. On success it hands the result on and refreshes the

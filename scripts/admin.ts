@@ -7,7 +7,8 @@ import { disconnectDb } from "../lib/db/client";
 import { prepareDatabase } from "../lib/db/runtime";
 import { AppError } from "../lib/errors";
 import { apiKeyExpiryDaysSchema, apiKeyPermissionSchema, createApiKey, revokeApiKey } from "../lib/keys";
-import { addOrderFile, createOrder, orderStatusSchema, setOrderStatus } from "../lib/orders";
+import { addOrderFile, createOrder, setOrderStatus } from "../lib/orders/admin";
+import { orderStatusSchema } from "../lib/orders/status";
 import {
   disableSocialAccess,
   enableSocialAccess,

@@ -2,7 +2,8 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import { createBuyer } from "../lib/buyers";
 import { db } from "../lib/db/client";
-import { addOrderFile, createOrder, type OrderStatus } from "../lib/orders";
+import { addOrderFile, createOrder } from "../lib/orders/admin";
+import type { OrderStatus } from "../lib/orders/status";
 import { enableSocialAccess, importSocialProfiles } from "../lib/social/admin";
 
 export const DEMO_EMAIL = "demo@example.com";

@@ -1,24 +1,24 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
-import { createRequire } from "node:module";
 import path from "node:path";
 import { disconnectDb } from "../lib/db/client";
-import { configuredOrigin } from "../lib/api/validation";
 import { MAIL_NOT_CONFIGURED, mailDelivery } from "../lib/auth/mail";
 import { DATA_DIR } from "../lib/db/config";
 import { prepareDatabase } from "../lib/db/runtime";
+import { configuredOrigin } from "../lib/site";
 import { seedDemo } from "./seed-demo";
 
 /**
- * `npm run dev` / `npm start`: prepares the database, then runs `next dev` / `next start`.
+ * `npm run dev` / `npm start`: prepares the database, then runs the HTTP server (scripts/http-server.ts,
+ * Next.js in development or production mode).
  * Without DATABASE_URL it starts the embedded PostgreSQL (loading the demo data the first time)
  * and stops it when Next.js exits. With DATABASE_URL it applies pending migrations first, under
  * an advisory lock, so several instances may start at once (MIGRATE_ON_START=false skips this).
  */
 const mode = process.argv[2];
 if (mode !== "dev" && mode !== "start") {
-  console.error("Usage: tsx scripts/serve.ts dev|start [next options]");
+  console.error("Usage: tsx scripts/serve.ts dev|start [-p PORT] [-H HOSTNAME]");
   process.exit(1);
 }
 const log = (message: string) => console.log(`[dataset-access] ${message}`);
@@ -54,7 +54,6 @@ if (process.env.CLOCK_START) {
   );
 }
 
-const nextBin = createRequire(import.meta.url).resolve("next/dist/bin/next");
 // A product server should not phone home; set NEXT_TELEMETRY_DISABLED=0 to allow Next.js telemetry.
 const env = { NEXT_TELEMETRY_DISABLED: "1", ...process.env };
 // The development server (its mailbox page shows sign-in links) listens on loopback only, unless
@@ -63,7 +62,11 @@ const nextArgs = process.argv.slice(3);
 if (mode === "dev" && !nextArgs.some((arg) => arg === "-H" || arg.startsWith("--hostname"))) {
   nextArgs.push("--hostname", "127.0.0.1");
 }
-const next = spawn(process.execPath, [nextBin, mode, ...nextArgs], { stdio: "inherit", env });
+const next = spawn(
+  process.execPath,
+  ["--import", "tsx", path.join(import.meta.dirname, "http-server.ts"), mode, ...nextArgs],
+  { stdio: "inherit", env },
+);
 
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.on(signal, () => next.kill(signal));

@@ -3,20 +3,44 @@ import { Readable } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { pipeline } from "node:stream/promises";
 import type { NextApiRequest, NextApiResponse } from "next";
-import { methodNotAllowed } from "./with-api-key";
+import { requestIdFrom } from "./request-id";
+import { isReadOnlyMethod, methodNotAllowed } from "./responses";
 
 /**
- * Web-standard handlers (Request -> Response) served on Node's req/res, for Pages Router API
- * routes. The API and the download links are served that way rather than as App Router route
- * handlers: App Router responses lose Content-Length in Next.js 16, and their per-request
- * machinery cost 1.4x the CPU under load (bench/api-list.ts).
+ * The API and the download links are web-standard handlers (Request -> Response) served on Node's
+ * req/res from Pages Router API routes, rather than App Router route handlers: App Router
+ * responses lose Content-Length in Next.js 16, and their per-request machinery cost 1.4x the CPU
+ * under load (bench/api-list.ts).
  */
-export async function serveOnNode(
-  req: IncomingMessage,
-  res: ServerResponse,
-  handle: (request: Request) => Promise<Response>,
-  { stream = false }: { stream?: boolean } = {},
-): Promise<void> {
+export type WebHandler = (
+  request: Request,
+  context: { requestId: string; query: NextApiRequest["query"] },
+) => Promise<Response>;
+
+/**
+ * A read-only route: GET and HEAD go to `handle`, any other method gets 405 before a web Request
+ * is made (undici refuses to make one for TRACE, which would otherwise end as Next's bare 500).
+ * `stream` sends the body as it comes (downloads); short answers go out whole, with their length.
+ */
+export function readOnlyNodeRoute(handle: WebHandler, { stream = false }: { stream?: boolean } = {}) {
+  return async (req: NextApiRequest, res: NextApiResponse): Promise<void> => {
+    const requestId = requestIdFrom(req.headers["x-request-id"]);
+    if (!isReadOnlyMethod(req.method)) return sendResponse(res, methodNotAllowed(req.method ?? "", requestId));
+    const response = await handle(webRequest(req, res, stream), { requestId, query: req.query });
+    return sendResponse(res, response, stream);
+  };
+}
+
+/** Any method, answered without a web Request (for the API's catch-all 404). */
+export function anyMethodNodeRoute(answer: (path: string, requestId: string) => Response) {
+  return (req: NextApiRequest, res: NextApiResponse): Promise<void> =>
+    sendResponse(
+      res,
+      answer(new URL(req.url ?? "/", "http://localhost").pathname, requestIdFrom(req.headers["x-request-id"])),
+    );
+}
+
+function webRequest(req: IncomingMessage, res: ServerResponse, stream: boolean): Request {
   // A streamed body is abandoned when the client goes away ('close' before the response
   // finished); short answers do not need the signal, and skip its cost.
   let signal: AbortSignal | undefined;
@@ -27,17 +51,24 @@ export async function serveOnNode(
     });
     signal = client.signal;
   }
-  const requestHeaders = new Headers();
+  const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
-    if (typeof value === "string") requestHeaders.set(name, value);
-    else if (Array.isArray(value)) value.forEach((item) => requestHeaders.append(name, item));
+    if (typeof value === "string") headers.set(name, value);
+    else if (Array.isArray(value)) value.forEach((item) => headers.append(name, item));
   }
-  const request = new Request(requestUrl(req), {
-    method: req.method,
-    headers: requestHeaders,
-    signal,
-  });
-  const response = await handle(request);
+  return new Request(requestUrl(req), { method: req.method, headers, signal });
+}
+
+/** The request's URL; a Host header that is not a host name does not make it fail. */
+function requestUrl(req: IncomingMessage): URL {
+  try {
+    return new URL(req.url ?? "/", `http://${req.headers.host ?? "localhost"}`);
+  } catch {
+    return new URL(req.url ?? "/", "http://localhost");
+  }
+}
+
+export async function sendResponse(res: ServerResponse, response: Response, stream = false): Promise<void> {
   const headers = Object.fromEntries(response.headers);
   if (!response.body) {
     res.writeHead(response.status, headers);
@@ -53,24 +84,4 @@ export async function serveOnNode(
       // The client disconnected mid-stream; the source is already closed.
     });
   }
-}
-
-/** The request's URL; a Host header that is not a host name does not make it fail. */
-function requestUrl(req: IncomingMessage): URL {
-  try {
-    return new URL(req.url ?? "/", `http://${req.headers.host ?? "localhost"}`);
-  } catch {
-    return new URL(req.url ?? "/", "http://localhost");
-  }
-}
-
-type WebHandler<Params> = (request: Request, context: { params: Promise<Params> }) => Promise<Response>;
-
-/** A read-only API route: GET (and HEAD, whose body Node drops) to `get`, anything else 405. */
-export function readOnlyApiRoute<Params extends Record<string, string>>(get: WebHandler<Params>) {
-  return (req: NextApiRequest, res: NextApiResponse) =>
-    serveOnNode(req, res, (request) => {
-      if (request.method !== "GET" && request.method !== "HEAD") return methodNotAllowed(request);
-      return get(request, { params: Promise.resolve(req.query as Params) });
-    });
 }

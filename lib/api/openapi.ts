@@ -1,5 +1,6 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31, type ResponseConfig } from "@asteasolutions/zod-to-openapi";
 import type { ZodType } from "zod";
+import { DATASETS_RATE_LIMIT, DOWNLOAD_LINK_TTL_SECONDS } from "../contract";
 import {
   filePathSchema,
   listOrdersQuerySchema,
@@ -11,40 +12,49 @@ import {
   socialProfileQuerySchema,
   socialProfileSchema,
 } from "../schemas/api";
+import { API_ERRORS, type ApiErrorCode } from "./problem";
 
-type ErrorCase = { status: number; codes: string[] };
-
-const AUTH_ERRORS: ErrorCase[] = [
-  { status: 401, codes: ["missing_api_key", "invalid_api_key", "expired_api_key", "revoked_api_key"] },
-  { status: 403, codes: ["insufficient_permission"] },
-  { status: 429, codes: ["rate_limited"] },
-  { status: 503, codes: ["service_unavailable"] },
+/** What every keyed route may answer besides its own errors. */
+const KEYED_ROUTE_ERRORS: ApiErrorCode[] = [
+  "missing_api_key",
+  "invalid_api_key",
+  "expired_api_key",
+  "revoked_api_key",
+  "insufficient_permission",
+  "rate_limited",
+  "service_unavailable",
 ];
 
 const RATE_LIMIT_HEADERS = {
   "RateLimit-Policy": {
-    description: 'The dataset limit, e.g. `"datasets";q=60;w=60`.',
+    description: `The limit, e.g. \`"datasets";q=${DATASETS_RATE_LIMIT.limit};w=${DATASETS_RATE_LIMIT.windowSeconds}\`.`,
     schema: { type: "string" as const },
   },
-  RateLimit: { description: 'What is left of it, e.g. `"datasets";r=59;t=60`.', schema: { type: "string" as const } },
+  RateLimit: {
+    description: `What is left of it, e.g. \`"datasets";r=${DATASETS_RATE_LIMIT.limit - 1};t=${DATASETS_RATE_LIMIT.windowSeconds}\`.`,
+    schema: { type: "string" as const },
+  },
   "X-Request-Id": {
     description: "This request's id (an incoming valid one is echoed).",
     schema: { type: "string" as const },
   },
 };
 
-function responses(success: Record<string, ResponseConfig>, errors: ErrorCase[]): Record<string, ResponseConfig> {
-  const problem = (codes: string[]): ResponseConfig => ({
-    description: `Error codes: ${codes.map((code) => `\`${code}\``).join(", ")}.`,
+/** The route's success responses, plus one problem response per status of its error codes (statuses from API_ERRORS). */
+function responses(success: Record<string, ResponseConfig>, codes: ApiErrorCode[]): Record<string, ResponseConfig> {
+  const byStatus = new Map<number, ApiErrorCode[]>();
+  for (const code of [...codes, ...KEYED_ROUTE_ERRORS]) {
+    const { status } = API_ERRORS[code];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  const problem = (statusCodes: ApiErrorCode[]): ResponseConfig => ({
+    description: `Error codes: ${statusCodes.map((code) => `\`${code}\``).join(", ")}.`,
     headers: RATE_LIMIT_HEADERS,
     content: { "application/problem+json": { schema: problemSchema } },
   });
-  const byStatus = new Map<number, string[]>();
-  for (const { status, codes } of [...errors, ...AUTH_ERRORS])
-    byStatus.set(status, [...(byStatus.get(status) ?? []), ...codes]);
   return {
     ...success,
-    ...Object.fromEntries([...byStatus].map(([status, codes]) => [String(status), problem(codes)])),
+    ...Object.fromEntries([...byStatus].map(([status, statusCodes]) => [String(status), problem(statusCodes)])),
   };
 }
 
@@ -68,7 +78,7 @@ export function buildOpenApiDocument(serverUrl: string) {
     summary: "List paid orders, newest first",
     description: "Needs a `datasets:read` key. Continue with `offset=next_offset` until `next_offset` is null.",
     request: { query: listOrdersQuerySchema },
-    responses: responses(ok("A page of orders.", orderPageSchema), [{ status: 400, codes: ["invalid_request"] }]),
+    responses: responses(ok("A page of orders.", orderPageSchema), ["invalid_request"]),
   });
   registry.registerPath({
     method: "get",
@@ -76,7 +86,7 @@ export function buildOpenApiDocument(serverUrl: string) {
     operationId: "getOrder",
     summary: "Read one order with its files",
     request: { params: orderPathSchema },
-    responses: responses(ok("The order.", orderSchema), [{ status: 404, codes: ["order_not_found"] }]),
+    responses: responses(ok("The order.", orderSchema), ["order_not_found"]),
   });
   registry.registerPath({
     method: "get",
@@ -84,16 +94,13 @@ export function buildOpenApiDocument(serverUrl: string) {
     operationId: "downloadFile",
     summary: "Download a delivered file",
     description:
-      "Answers 302 to a signed URL valid for 5 minutes that needs no Authorization header (follow redirects, e.g. `curl -L`). " +
+      `Answers 302 to a signed URL valid for ${DOWNLOAD_LINK_TTL_SECONDS / 60} minutes that needs no Authorization header (follow redirects, e.g. \`curl -L\`). ` +
       "The signed URL serves the bytes with Content-Length, ETag (the sha256) and Range support, and refuses " +
       "tampered (403) or expired (410) links and orders no longer delivered (409).",
     request: { params: filePathSchema },
     responses: responses(
       { 302: { description: "Redirect to the signed download URL (Location header).", headers: RATE_LIMIT_HEADERS } },
-      [
-        { status: 404, codes: ["order_not_found", "file_not_found"] },
-        { status: 409, codes: ["order_not_delivered"] },
-      ],
+      ["order_not_found", "file_not_found", "order_not_delivered"],
     ),
   });
 
@@ -122,11 +129,12 @@ export function buildOpenApiDocument(serverUrl: string) {
         },
       },
       [
-        { status: 400, codes: ["invalid_request"] },
-        { status: 403, codes: ["social_access_disabled"] },
-        { status: 404, codes: ["platform_not_supported", "profile_not_found"] },
-        { status: 429, codes: ["social_allowance_exhausted"] },
-        { status: 503, codes: ["social_unavailable"] },
+        "invalid_request",
+        "social_access_disabled",
+        "platform_not_supported",
+        "profile_not_found",
+        "social_allowance_exhausted",
+        "social_unavailable",
       ],
     ),
   });
@@ -137,8 +145,8 @@ export function buildOpenApiDocument(serverUrl: string) {
       title: "Dataset Access API",
       version: "1.0.0",
       description:
-        "Read-only access to your paid dataset orders and their delivered files (`datasets:read` keys, 60 requests " +
-        "per minute per account across all its dataset keys), and, for accounts with Social API access, to stored " +
+        `Read-only access to your paid dataset orders and their delivered files (\`datasets:read\` keys, ${DATASETS_RATE_LIMIT.limit} requests ` +
+        `per ${DATASETS_RATE_LIMIT.windowSeconds} seconds per account across all its dataset keys), and, for accounts with Social API access, to stored ` +
         "social profiles (`scrape:read` keys). Errors are RFC 9457 problems with a stable `code`.",
     },
     servers: [{ url: serverUrl }],

@@ -1,14 +1,19 @@
+import { DATASETS_RATE_LIMIT, DOWNLOAD_LINK_TTL_SECONDS, ORDER_PAGE_SIZE } from "../contract";
 import { AppError, type ErrorCode } from "../errors";
-import { configuredOrigin } from "./validation";
+import { configuredOrigin } from "../site";
 
 type ApiError = { status: number; title: string; /** for the API reference */ meaning: string };
 
-/** Status, title and meaning of every error code the API answers with (../shared/CONTRACT.md). */
-const API_ERRORS: Partial<Record<ErrorCode, ApiError>> = {
+/**
+ * Status, title and meaning of every error code the API and its download links answer with
+ * (../shared/CONTRACT.md): the one table that responses, the OpenAPI document and the reference
+ * page are made from.
+ */
+export const API_ERRORS = {
   invalid_request: {
     status: 400,
     title: "Invalid request",
-    meaning: "A query or path value is malformed, e.g. limit outside 1..50 or a negative offset.",
+    meaning: `A query or path value is malformed, e.g. limit outside ${ORDER_PAGE_SIZE.min}..${ORDER_PAGE_SIZE.max}, a negative offset or a missing handle.`,
   },
   missing_api_key: {
     status: 401,
@@ -63,7 +68,7 @@ const API_ERRORS: Partial<Record<ErrorCode, ApiError>> = {
   download_link_expired: {
     status: 410,
     title: "Download link expired",
-    meaning: "The signed download link is older than 5 minutes. Request a new one from the API.",
+    meaning: `The signed download link is older than ${DOWNLOAD_LINK_TTL_SECONDS / 60} minutes. Request a new one from the API.`,
   },
   range_not_satisfiable: {
     status: 416,
@@ -73,8 +78,7 @@ const API_ERRORS: Partial<Record<ErrorCode, ApiError>> = {
   rate_limited: {
     status: 429,
     title: "Too many requests",
-    meaning:
-      "More than 60 requests per minute across the account's dataset keys, or over the account's social rate. Wait Retry-After seconds.",
+    meaning: `More than ${DATASETS_RATE_LIMIT.limit} requests in ${DATASETS_RATE_LIMIT.windowSeconds} seconds across the account's dataset keys, or over the account's social rate. Wait Retry-After seconds.`,
   },
   social_allowance_exhausted: {
     status: 429,
@@ -89,13 +93,15 @@ const API_ERRORS: Partial<Record<ErrorCode, ApiError>> = {
   service_unavailable: {
     status: 503,
     title: "Service unavailable",
-    meaning: "The database or another dependency is down. Retry shortly.",
+    meaning: "The database or another dependency is down or too slow. Retry after Retry-After seconds.",
   },
-};
+} satisfies Partial<Record<ErrorCode, ApiError>>;
+
+export type ApiErrorCode = keyof typeof API_ERRORS;
 
 /** The error codes, for the API reference page. */
-export function apiErrorCatalog(): ({ code: string } & ApiError)[] {
-  return Object.entries(API_ERRORS).map(([code, error]) => ({ code, ...error! }));
+export function apiErrorCatalog(): ({ code: ApiErrorCode } & ApiError)[] {
+  return (Object.entries(API_ERRORS) as [ApiErrorCode, ApiError][]).map(([code, error]) => ({ code, ...error }));
 }
 
 export const PROBLEM_CONTENT_TYPE = "application/problem+json";
@@ -120,20 +126,27 @@ export type ProblemBody = {
  * internals (no stack, no SQL).
  */
 export function problemResponse(error: unknown, requestId: string, headers: HeadersInit = {}): Response {
-  const { code, status, title, detail } = describe(error, requestId);
+  const { code, status, title, detail, retryAfterSeconds } = describe(error, requestId);
   const body: ProblemBody = { type: problemType(code), title, status, detail, code, request_id: requestId };
   const responseHeaders = new Headers(headers);
   if (error instanceof AppError)
     for (const [name, value] of Object.entries(error.headers)) responseHeaders.set(name, value);
+  if (retryAfterSeconds !== undefined) responseHeaders.set("Retry-After", String(retryAfterSeconds));
   responseHeaders.set("Content-Type", PROBLEM_CONTENT_TYPE);
   responseHeaders.set("X-Request-Id", requestId);
   responseHeaders.set("Cache-Control", "no-store");
   return new Response(JSON.stringify(body), { status, headers: responseHeaders });
 }
 
-function describe(error: unknown, requestId: string) {
+/** How long a client should wait after the database failed it: a restart or failover takes seconds. */
+const DATABASE_RETRY_AFTER_SECONDS = 5;
+
+function describe(
+  error: unknown,
+  requestId: string,
+): { code: string; status: number; title: string; detail: string; retryAfterSeconds?: number } {
   if (error instanceof AppError) {
-    const known = API_ERRORS[error.code];
+    const known: ApiError | undefined = (API_ERRORS as Partial<Record<ErrorCode, ApiError>>)[error.code];
     if (known) return { code: error.code, status: known.status, title: known.title, detail: error.message };
   }
   if (isDatabaseUnavailable(error)) {
@@ -142,7 +155,8 @@ function describe(error: unknown, requestId: string) {
       code: "service_unavailable",
       status: 503,
       title: "Service unavailable",
-      detail: "The service cannot reach its database right now. Retry shortly.",
+      detail: `The service cannot reach its database right now. Retry after ${DATABASE_RETRY_AFTER_SECONDS} seconds.`,
+      retryAfterSeconds: DATABASE_RETRY_AFTER_SECONDS,
     };
   }
   console.error(`[${requestId}] unexpected error`, error);

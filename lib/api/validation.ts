@@ -13,21 +13,3 @@ export function parseQuery<Schema extends z.ZodType>(schema: Schema, request: Re
   }
   return result.data;
 }
-
-/** APP_URL without trailing slashes, or "" when it is not set. */
-export function configuredOrigin(): string {
-  return (process.env.APP_URL ?? "").replace(/\/+$/, "");
-}
-
-/**
- * The public origin for absolute links: APP_URL (set it in production), else the host the
- * client addressed. Not request.url: under `next start` its host is the server's own name.
- */
-export function publicOrigin(request: Pick<Request, "headers" | "url">): string {
-  const configured = configuredOrigin();
-  if (configured) return configured;
-  const url = new URL(request.url);
-  const host = request.headers.get("x-forwarded-host") ?? request.headers.get("host") ?? url.host;
-  const protocol = request.headers.get("x-forwarded-proto") ?? url.protocol.replace(/:$/, "");
-  return `${protocol.split(",")[0]!.trim()}://${host.split(",")[0]!.trim()}`;
-}

@@ -3,6 +3,7 @@ import type { NextAuthOptions } from "next-auth";
 import EmailProvider from "next-auth/providers/email";
 import { db } from "../db/client";
 import { appSecret } from "../secrets";
+import { authBaseUrl } from "../site";
 import { SIGNIN_LINK_MINUTES } from "./constants";
 import { normaliseEmailIdentifier } from "./email-identifier";
 import { deliverSignInMail, mailDelivery, signInMail } from "./mail";
@@ -57,11 +58,6 @@ const shared = globalThis as unknown as { authOptions?: NextAuthOptions };
 
 async function isBuyer(email: string): Promise<boolean> {
   return (await db().user.count({ where: { email } })) > 0;
-}
-
-/** The app's public origin for next-auth (set by the launcher from APP_URL or the local port). */
-export function authBaseUrl(): string {
-  return (process.env.NEXTAUTH_URL ?? "http://localhost:3000").replace(/\/+$/, "");
 }
 
 /**

@@ -1,17 +1,19 @@
 import { createHash } from "node:crypto";
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
+import { dropProcessSingleton, processSingleton } from "../singleton";
 import { PrismaClient } from "./generated/client";
 
 export { Prisma } from "./generated/client";
 export type * from "./generated/client";
 
-const globalForPrisma = globalThis as unknown as { prisma?: PrismaClient; pool?: pg.Pool };
+const POOL = "db:pool";
+const PRISMA = "db:prisma";
 
 /** The app's one connection pool, shared by Prisma and the hot-path statements (see `sqlQuery`). */
 function pool(): pg.Pool {
-  if (!globalForPrisma.pool) {
-    globalForPrisma.pool = new pg.Pool({
+  return processSingleton(POOL, () => {
+    const created = new pg.Pool({
       connectionString: databaseUrl(),
       max: Number(process.env.DATABASE_POOL_SIZE ?? 10),
       // Prisma's adapter writes timestamps without a zone, so sessions must run in UTC whatever the
@@ -19,15 +21,14 @@ function pool(): pg.Pool {
       options: "-c TimeZone=UTC",
     });
     // A dropped idle connection must not crash the process; the next query opens a new one.
-    globalForPrisma.pool.on("error", (error) => console.error(`database pool: ${error.message}`));
-  }
-  return globalForPrisma.pool;
+    created.on("error", (error) => console.error(`database pool: ${error.message}`));
+    return created;
+  });
 }
 
 /** The app's one Prisma client, created on first use (so `next build` never needs a database). */
 export function db(): PrismaClient {
-  globalForPrisma.prisma ??= new PrismaClient({ adapter: new PrismaPg(pool()) });
-  return globalForPrisma.prisma;
+  return processSingleton(PRISMA, () => new PrismaClient({ adapter: new PrismaPg(pool()) }));
 }
 
 /**
@@ -69,11 +70,10 @@ function isStalePlan(error: unknown): boolean {
   return code === "0A000" || code === "26000";
 }
 
+/** Closes the pool (and Prisma on it); the next use opens new ones. */
 export async function disconnectDb(): Promise<void> {
-  await globalForPrisma.prisma?.$disconnect();
-  await globalForPrisma.pool?.end();
-  globalForPrisma.prisma = undefined;
-  globalForPrisma.pool = undefined;
+  await dropProcessSingleton<PrismaClient>(PRISMA)?.$disconnect();
+  await dropProcessSingleton<pg.Pool>(POOL)?.end();
 }
 
 /** The URL the app connects to. The launcher sets it for the embedded default. */

@@ -1,7 +1,8 @@
-import { publicOrigin } from "../api/validation";
+import { noStoreRedirect, plainNotFound } from "../api/responses";
 import { AppError } from "../errors";
 import { getDownloadableFile } from "../orders/queries";
-import { downloadUrl, noStoreRedirect } from "./index";
+import { publicOrigin } from "../site";
+import { downloadUrl } from "./serve";
 
 /**
  * A download started in a browser (the dashboard or a share page) for a file the caller may
@@ -21,11 +22,4 @@ export async function browserDownload(
     if (error.code === "order_not_delivered") return noStoreRedirect(`${origin}${target.orderPage}?refused`, 303);
     return plainNotFound("No such order or file here.");
   }
-}
-
-export function plainNotFound(message: string): Response {
-  return new Response(message, {
-    status: 404,
-    headers: { "Content-Type": "text/plain; charset=utf-8", "Cache-Control": "private, no-store" },
-  });
 }

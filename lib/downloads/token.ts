@@ -1,9 +1,7 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
+import { DOWNLOAD_LINK_TTL_SECONDS } from "../contract";
 import { AppError } from "../errors";
 import { appSecret } from "../secrets";
-
-/** How long a signed download link stays valid. Short: the API hands out a fresh one on every request. */
-export const DOWNLOAD_LINK_TTL_SECONDS = 300;
 
 /**
  * Token layout: `base64url(payload) "." base64url(HMAC-SHA256(appSecret, DOMAIN + "." + payload part))`,

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { db } from "../db/client";
 import { AppError } from "../errors";
+import { isTypedId } from "../ids";
 import { API_KEY_PERMISSIONS, permissionFromStored, permissionToStored, type ApiKeyPermission } from "./permissions";
 import { socialAccessEnabled } from "../social/access";
 import { generateSecret, hashSecret, secretDisplayParts } from "./secret";
@@ -62,7 +63,9 @@ export async function revokeApiKey(
   id: string,
   { buyerId, now = new Date() }: { buyerId?: string; now?: Date } = {},
 ): Promise<{ id: string; revokedAt: Date }> {
-  const key = await db().apiKey.findFirst({ where: { id, buyerId }, select: { revokedAt: true } });
+  const key = isTypedId("key", id)
+    ? await db().apiKey.findFirst({ where: { id, buyerId }, select: { revokedAt: true } })
+    : null;
   if (!key) throw new AppError("key_not_found", `No API key with id ${id}.`);
   if (key.revokedAt) return { id, revokedAt: key.revokedAt };
   await db().apiKey.update({ where: { id }, data: { revokedAt: now } });
@@ -76,10 +79,12 @@ export async function replaceApiKey(input: {
   expiresInDays: ApiKeyExpiryDays;
   now?: Date;
 }): Promise<NewApiKey> {
-  const old = await db().apiKey.findFirst({
-    where: { id: input.keyId, buyerId: input.buyerId },
-    select: { name: true, permission: true },
-  });
+  const old = isTypedId("key", input.keyId)
+    ? await db().apiKey.findFirst({
+        where: { id: input.keyId, buyerId: input.buyerId },
+        select: { name: true, permission: true },
+      })
+    : null;
   if (!old) throw new AppError("key_not_found", `No API key with id ${input.keyId}.`);
   return createApiKey({ ...input, name: old.name, permission: permissionFromStored[old.permission] });
 }

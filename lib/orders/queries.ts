@@ -1,12 +1,14 @@
+import type { z } from "zod";
 import { db, Prisma, sqlQuery } from "../db/client";
 import { AppError } from "../errors";
-import type { z } from "zod";
+import { describeId, isTypedId } from "../ids";
 import type { orderSchema } from "../schemas/api";
-import type { OrderStatus } from "./index";
+import type { OrderStatus } from "./status";
 
 /**
  * Reads of a buyer's orders for the API. The tenant boundary lives here, once: every query is
- * scoped by buyer id, and another buyer's order is answered exactly like a missing one.
+ * scoped by buyer id, and another buyer's order is answered exactly like a missing one. A
+ * malformed id is answered like a missing one too, before any query.
  *
  * Each read is one SQL statement that also builds the response JSON (the shapes are
  * lib/schemas/api.ts, which the tests hold these to). Building it in PostgreSQL takes that work
@@ -78,6 +80,7 @@ export function orderPageBody(row: OrderPageRow | undefined, page: { limit: numb
 
 /** One of the buyer's orders as the API's Order JSON. */
 export async function orderJson(buyerId: string, orderId: string): Promise<string> {
+  if (!isTypedId("ord", orderId)) throw orderNotFound(orderId);
   const [row] = await db().$queryRaw<{ order: string }[]>`
     SELECT ${ORDER_JSON}::text AS order FROM orders o WHERE o.id = ${orderId} AND o.buyer_id = ${buyerId}`;
   if (!row) throw orderNotFound(orderId);
@@ -86,13 +89,19 @@ export async function orderJson(buyerId: string, orderId: string): Promise<strin
 
 /** A file the buyer may download now: the order is theirs, the file is in it, the order is delivered. */
 export async function getDownloadableFile(buyerId: string, orderId: string, fileId: string) {
+  if (!isTypedId("ord", orderId)) throw orderNotFound(orderId);
   const order = await db().order.findFirst({
     where: { id: orderId, buyerId },
-    select: { id: true, status: true, files: { where: { id: fileId }, select: { id: true } } },
+    // A malformed file id matches no file (and never reaches PostgreSQL as given).
+    select: {
+      id: true,
+      status: true,
+      files: { where: { id: isTypedId("fil", fileId) ? fileId : "" }, select: { id: true } },
+    },
   });
   if (!order) throw orderNotFound(orderId);
   const file = order.files[0];
-  if (!file) throw new AppError("file_not_found", `Order ${orderId} has no file ${fileId}.`);
+  if (!file) throw new AppError("file_not_found", `Order ${orderId} has no file ${describeId("fil", fileId)}.`);
   if (order.status !== "delivered") throw notDelivered(orderId, order.status);
   return file;
 }
@@ -105,7 +114,7 @@ export function notDelivered(orderId: string, status: OrderStatus): AppError {
 }
 
 function orderNotFound(orderId: string): AppError {
-  return new AppError("order_not_found", `No order ${orderId} for this account.`);
+  return new AppError("order_not_found", `No order ${describeId("ord", orderId)} for this account.`);
 }
 
 export type OrderView = z.infer<typeof orderSchema>;

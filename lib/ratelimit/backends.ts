@@ -2,6 +2,7 @@ import type { Ratelimit } from "@upstash/ratelimit";
 import { Redis as UpstashRedis } from "@upstash/redis";
 import IORedis from "ioredis";
 import RedisMock from "ioredis-mock";
+import { processSingleton } from "../singleton";
 import { upstashScriptAdapter, type LuaClient, type UpstashScripts } from "./script-adapter";
 
 export type Env = Record<string, string | undefined>;
@@ -9,7 +10,10 @@ export type Env = Record<string, string | undefined>;
 /** The library's `redis` option type: it asks for `evalsha`, `get` and `set` of @upstash/redis. */
 export type RatelimitRedis = ConstructorParameters<typeof Ratelimit>[0]["redis"];
 
-/** A shared store. `connect` runs on a limiter's first check, so importing a route opens no connection (e.g. at build). */
+/**
+ * A shared store. `connect` runs on a limiter's first check, so importing a route opens no connection (e.g. at
+ * build); there is one connection per store and process, whatever the number of limiters.
+ */
 export type RemoteBackend = { kind: "upstash" | "redis"; label: string; connect: () => RatelimitRedis };
 
 /** Upstash when both of its variables are set, else a plain Redis when REDIS_URL is set, else none (in-process). */
@@ -19,21 +23,16 @@ export function remoteBackend(env: Env): RemoteBackend | undefined {
     return {
       kind: "upstash",
       label: "Upstash Redis",
-      connect: () => shared(`upstash ${url}`, () => new UpstashRedis({ url, token })),
+      connect: () => processSingleton(`ratelimit:store:upstash ${url}`, () => new UpstashRedis({ url, token })),
     };
   }
   if (redisUrl)
-    return { kind: "redis", label: "Redis", connect: () => shared(`redis ${redisUrl}`, () => plainRedis(redisUrl)) };
+    return {
+      kind: "redis",
+      label: "Redis",
+      connect: () => processSingleton(`ratelimit:store:redis ${redisUrl}`, () => plainRedis(redisUrl)),
+    };
   return undefined;
-}
-
-// One connection per store and process, whatever the number of limiters (one per policy and configured rate).
-const connections = ((globalThis as unknown as { rateLimitStores?: Map<string, RatelimitRedis> }).rateLimitStores ??=
-  new Map());
-function shared(key: string, open: () => RatelimitRedis): RatelimitRedis {
-  let store = connections.get(key);
-  if (!store) connections.set(key, (store = open()));
-  return store;
 }
 
 // The library's type demands `get`/`set` (used only by dynamic limits, which we leave off) and omits `eval`
@@ -60,13 +59,9 @@ function plainRedis(url: string): RatelimitRedis {
   return asRatelimitRedis(upstashScriptAdapter(client, firstAttempt));
 }
 
-// One in-process store per process (ioredis-mock shares data between instances with the same host and port anyway).
-let memory: RatelimitRedis | undefined;
-
-/** The in-process store: ioredis-mock runs the library's Lua scripts in fengari, behind the same adapter as Redis. */
+/** The in-process store, one per process: ioredis-mock runs the library's Lua scripts in fengari, behind the same adapter as Redis. */
 export function memoryRedis(): RatelimitRedis {
-  memory ??= asRatelimitRedis(upstashScriptAdapter(sweptMemoryClient()));
-  return memory;
+  return processSingleton("ratelimit:store:memory", () => asRatelimitRedis(upstashScriptAdapter(sweptMemoryClient())));
 }
 
 const SWEEP_INTERVAL_MS = 60_000;

@@ -1,8 +1,13 @@
 import { z } from "zod";
-import { ORDER_STATUSES } from "../orders";
-import { SOCIAL_PLATFORMS } from "../social/platforms";
+import { ORDER_PAGE_SIZE } from "../contract";
+import { ORDER_STATUSES } from "../orders/status";
+import { handleRulesText, SOCIAL_PLATFORMS } from "../social/platforms";
 
-/** Every request and response of /api/v1, described once: validation and the OpenAPI document use these. */
+/**
+ * Every request and response of /api/v1, described once: validation and the OpenAPI document use
+ * these. A leaf: it imports nothing that touches the database, so serving the OpenAPI document
+ * loads no database client.
+ */
 
 const wholeNumber = (name: string) =>
   z
@@ -10,13 +15,18 @@ const wholeNumber = (name: string) =>
     .regex(/^\d{1,9}$/, `${name} must be a whole number`)
     .transform(Number);
 
+const PAGE_SIZE_RULE = `limit must be from ${ORDER_PAGE_SIZE.min} to ${ORDER_PAGE_SIZE.max}`;
+
 export const listOrdersQuerySchema = z
   .object({
     limit: wholeNumber("limit")
-      .pipe(z.number().min(1, "limit must be from 1 to 50").max(50, "limit must be from 1 to 50"))
+      .pipe(z.number().min(ORDER_PAGE_SIZE.min, PAGE_SIZE_RULE).max(ORDER_PAGE_SIZE.max, PAGE_SIZE_RULE))
       .optional()
-      .default(20)
-      .meta({ description: "Page size, 1 to 50.", example: "20" }),
+      .default(ORDER_PAGE_SIZE.default)
+      .meta({
+        description: `Page size, ${ORDER_PAGE_SIZE.min} to ${ORDER_PAGE_SIZE.max}; ${ORDER_PAGE_SIZE.default} when not given.`,
+        example: String(ORDER_PAGE_SIZE.default),
+      }),
     offset: wholeNumber("offset")
       .optional()
       .default(0)
@@ -85,10 +95,7 @@ export const socialProfileQuerySchema = z
       .string({ error: "handle is required" })
       .min(1, "handle is required")
       .meta({
-        description:
-          "The profile's handle. A leading @ is dropped and case is ignored; each platform has its own rules " +
-          "(instagram 1-30 of a-z 0-9 . _; tiktok 2-24 of a-z 0-9 . _; x 1-15 of a-z 0-9 _; youtube 3-30 of " +
-          "a-z 0-9 . _ -; linkedin 3-100 of a-z 0-9 -).",
+        description: `The profile's handle. A leading @ is dropped and case is ignored; each platform has its own rules (${handleRulesText()}).`,
         example: "@nasa",
       }),
   })

@@ -14,7 +14,9 @@ const TOKEN_PATTERN = /^dsl_[A-Za-z0-9_-]{43}$/;
 
 export const SHARE_LINK_EXPIRY_DAYS = [1, 7, 30, 90] as const;
 /** Days until the link expires, or "never" (until revoked). */
-export const shareLinkExpirySchema = z.union([z.literal("never"), z.literal(SHARE_LINK_EXPIRY_DAYS)]);
+export const shareLinkExpirySchema = z.union([z.literal("never"), z.literal(SHARE_LINK_EXPIRY_DAYS)], {
+  error: `A link expires after ${SHARE_LINK_EXPIRY_DAYS.join(", ")} days, or never.`,
+});
 export type ShareLinkExpiry = z.infer<typeof shareLinkExpirySchema>;
 
 export type ShareLinkStatus = "active" | "expired" | "revoked";

@@ -16,6 +16,11 @@ const HANDLE_RULES: Record<SocialPlatform, HandleRule> = {
   linkedin: { pattern: /^[a-z0-9-]{3,100}$/, description: "3-100 letters, digits or hyphens" },
 };
 
+/** Every platform's rule in one line, for the API reference: "instagram: 1-30 letters, ...; tiktok: ...". */
+export function handleRulesText(): string {
+  return SOCIAL_PLATFORMS.map((platform) => `${platform}: ${HANDLE_RULES[platform].description}`).join("; ");
+}
+
 export type HandleResult = { ok: true; handle: string } | { ok: false; reason: string };
 
 /** Normalises a handle (one leading @ dropped, lower case) and checks the platform's rules. */

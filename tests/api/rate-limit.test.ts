@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, type TestEnvironment } from "../helpers/fixtures";
+import { expectProblem } from "../helpers/problem";
 import { startServer, type TestServer } from "../helpers/server";
 
 let env: TestEnvironment;
@@ -43,8 +44,7 @@ async function expectExactlyOne429(servers: TestServer[], keys: string[]) {
   ).toHaveLength(60);
   expect(statuses.filter((status) => status === 429)).toHaveLength(1);
   expect(statuses[60]).toBe(429);
-  expect(refused!.headers.get("content-type")).toBe("application/problem+json");
-  expect((await refused!.json()).code).toBe("rate_limited");
+  await expectProblem(refused!, 429, "rate_limited");
   expect(Number(refused!.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
   expect(refused!.headers.get("ratelimit")).toMatch(/^"datasets";r=0;t=\d+$/);
 }

@@ -5,7 +5,8 @@ import { Readable } from "node:stream";
 import { createBuyer } from "../../lib/buyers";
 import { disconnectDb } from "../../lib/db/client";
 import { createApiKey, type ApiKeyPermission } from "../../lib/keys";
-import { addOrderFile, createOrder, type OrderStatus } from "../../lib/orders";
+import { addOrderFile, createOrder } from "../../lib/orders/admin";
+import type { OrderStatus } from "../../lib/orders/status";
 import type { TestDatabase } from "./database-server";
 
 /**

@@ -11,6 +11,7 @@ import {
 import { allowancePeriod } from "../../lib/social/access";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, type TestEnvironment } from "../helpers/fixtures";
+import { expectProblem } from "../helpers/problem";
 import { startServer, type TestServer } from "../helpers/server";
 
 let env: TestEnvironment;
@@ -139,9 +140,7 @@ describe("GET /api/v1/scrape/{platform}/profile", () => {
   it.each(cases)("$status $code: $name", async ({ status, code, request }) => {
     const account = await socialAccount(`social-${code}`, { allowance: 100, ratePerMinute: 100 });
     const response = await request(account);
-    expect(response.status).toBe(status);
-    expect(response.headers.get("content-type")).toBe("application/problem+json");
-    expect((await response.json()).code).toBe(code);
+    await expectProblem(response, status, code);
     if (code === "social_unavailable") expect(response.headers.get("retry-after")).toBe("120");
     // Refusals after the platform is known use none of the allowance, and say so.
     if (status === 404 && code === "profile_not_found")
@@ -152,8 +151,7 @@ describe("GET /api/v1/scrape/{platform}/profile", () => {
     const account = await socialAccount("social-disabled", { allowance: 100, ratePerMinute: 100 });
     await disableSocialAccess(account.id);
     const response = await get("/scrape/instagram/profile?handle=nasa", account.scrapeKey);
-    expect(response.status).toBe(403);
-    expect((await response.json()).code).toBe("social_access_disabled");
+    await expectProblem(response, 403, "social_access_disabled");
   });
 
   it("429 rate_limited: every request counts toward the account's rate, found or not", async () => {
@@ -164,8 +162,7 @@ describe("GET /api/v1/scrape/{platform}/profile", () => {
     }
     expect(statuses).toEqual([200, 404, 200]);
     const refused = await get("/scrape/instagram/profile?handle=nasa", account.scrapeKey);
-    expect(refused.status).toBe(429);
-    expect((await refused.json()).code).toBe("rate_limited");
+    await expectProblem(refused, 429, "rate_limited");
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
     expect(refused.headers.get("ratelimit")).toMatch(/^"social";r=0;t=\d+$/);
     expect(await usedThisMonth(account.id)).toBe(2);
@@ -202,8 +199,7 @@ describe("GET /api/v1/scrape/{platform}/profile", () => {
       [200, "0"],
     ]);
     const refused = await get("/scrape/x/profile?handle=nasa", account.scrapeKey);
-    expect(refused.status).toBe(429);
-    expect((await refused.json()).code).toBe("social_allowance_exhausted");
+    await expectProblem(refused, 429, "social_allowance_exhausted");
     const untilReset = (allowancePeriod(new Date()).end.getTime() - Date.now()) / 1000;
     expect(Math.abs(Number(refused.headers.get("retry-after")) - untilReset)).toBeLessThan(5);
     expect(refused.headers.get("social-allowance-remaining")).toBe("0");
@@ -248,8 +244,7 @@ describe("the month rollover over HTTP, on an injected clock (CLOCK_START), with
       expect((await read(november)).headers.get("social-allowance-remaining")).toBe("1");
       expect((await read(november)).headers.get("social-allowance-remaining")).toBe("0");
       const refused = await read(november);
-      expect(refused.status).toBe(429);
-      expect((await refused.json()).code).toBe("social_allowance_exhausted");
+      await expectProblem(refused, 429, "social_allowance_exhausted");
       expect(refused.headers.get("social-allowance-reset")).toBe("2026-12-01T00:00:00.000Z");
       // About a minute to go on the injected clock (less the time the server took to start).
       expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(30);

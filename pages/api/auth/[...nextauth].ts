@@ -2,8 +2,9 @@ import type { NextApiRequest, NextApiResponse } from "next";
 import NextAuth from "next-auth";
 import { rateLimitHeaders } from "@/lib/ratelimit";
 import { MAIL_NOT_CONFIGURED, mailDelivery } from "@/lib/auth/mail";
-import { AUTH_PAGES, authBaseUrl, authOptions } from "@/lib/auth/options";
+import { AUTH_PAGES, authOptions } from "@/lib/auth/options";
 import { checkSignInLimits, clientIp } from "@/lib/auth/signin-limits";
+import { authBaseUrl } from "@/lib/site";
 
 /**
  * next-auth, behind two guards on the one request that sends e-mail (POST signin/email): a

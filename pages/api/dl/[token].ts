@@ -1,13 +1,14 @@
-import type { NextApiRequest, NextApiResponse } from "next";
-import { sendDownload } from "@/lib/downloads/node";
+import { readOnlyNodeRoute } from "@/lib/api/node";
+import { serveDownload } from "@/lib/downloads/serve";
 
 // The body is the file: no request body parsing, and no warning for large responses.
 export const config = { api: { bodyParser: false, responseLimit: false } };
 
 /**
  * Signed download links (no API key: the token is the authorisation). A Pages Router route,
- * because App Router responses lose their Content-Length (see lib/downloads DOWNLOAD_PATH).
+ * streamed, because App Router responses lose their Content-Length (see lib/downloads/serve.ts).
  */
-export default async function downloadLink(req: NextApiRequest, res: NextApiResponse) {
-  await sendDownload(req, res, String(req.query.token));
-}
+export default readOnlyNodeRoute(
+  (request, { requestId, query }) => serveDownload(request, String(query.token), { requestId }),
+  { stream: true },
+);

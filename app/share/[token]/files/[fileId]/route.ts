@@ -1,4 +1,5 @@
-import { browserDownload, plainNotFound } from "@/lib/downloads/browser";
+import { plainNotFound } from "@/lib/api/responses";
+import { browserDownload } from "@/lib/downloads/browser";
 import { resolveShareToken } from "@/lib/shares";
 
 /** A download through a share link: only files of the shared order, by the same signed URL as the API. */

@@ -1,12 +1,10 @@
-import { readOnlyApiRoute } from "@/lib/api/node";
-import { apiJson, withApiKey } from "@/lib/api/with-api-key";
+import { apiJson } from "@/lib/api/responses";
+import { apiRoute } from "@/lib/api/route";
 import { orderJson } from "@/lib/orders/queries";
 
 // GET only: no request body to parse.
 export const config = { api: { bodyParser: false } };
 
-export default readOnlyApiRoute(
-  withApiKey<{ id: string }>(async ({ key, params }) => apiJson(await orderJson(key.buyerId, params.id)), {
-    permission: "datasets:read",
-  }),
+export default apiRoute<{ id: string }>({ permission: "datasets:read" }, async ({ key, params }) =>
+  apiJson(await orderJson(key.buyerId, params.id)),
 );

@@ -1,7 +1,7 @@
-import { publicOrigin } from "@/lib/api/validation";
+import { noStoreRedirect } from "@/lib/api/responses";
 import { currentBuyer } from "@/lib/auth/session";
-import { noStoreRedirect } from "@/lib/downloads";
 import { browserDownload } from "@/lib/downloads/browser";
+import { publicOrigin } from "@/lib/site";
 
 /** A dashboard download: the signed-in buyer's own file, by the same short-lived signed URL the API redirects to. */
 export async function GET(request: Request, { params }: { params: Promise<{ id: string; fileId: string }> }) {

@@ -1,6 +1,7 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { AppError } from "../../lib/errors";
-import { DOWNLOAD_LINK_TTL_SECONDS, signDownloadToken, verifyDownloadToken } from "../../lib/downloads/token";
+import { DOWNLOAD_LINK_TTL_SECONDS } from "../contract";
+import { signDownloadToken, verifyDownloadToken } from "./token";
 
 const SECRET = "download-token-test-secret-0123456789abcdef";
 const NOW = new Date("2030-01-01T12:00:00Z");

@@ -1,13 +1,12 @@
 import type { Readable } from "node:stream";
 import mime from "mime-types";
-import { z } from "zod";
 import { db, Prisma } from "../db/client";
 import { AppError } from "../errors";
+import { isTypedId } from "../ids";
 import { fileStorage } from "../storage";
+import type { OrderStatus } from "./status";
 
-export const ORDER_STATUSES = ["unfinished", "delivered", "refunded"] as const;
-export type OrderStatus = (typeof ORDER_STATUSES)[number];
-export const orderStatusSchema = z.enum(ORDER_STATUSES);
+/** What operators do with orders (the CLI, the demo seed): create them, add files, move their status. */
 
 /** Creates a paid order for a buyer (orders are priced and paid outside this product). */
 export async function createOrder(input: {
@@ -86,7 +85,10 @@ export async function addOrderFile(input: {
 }
 
 async function findOrderForOperator(orderId: string) {
-  const order = await db().order.findUnique({ where: { id: orderId }, select: { id: true, deliveredAt: true } });
+  // A malformed id names no order: refused before any query.
+  const order = isTypedId("ord", orderId)
+    ? await db().order.findUnique({ where: { id: orderId }, select: { id: true, deliveredAt: true } })
+    : null;
   if (!order) throw new AppError("order_not_found", `No order with id ${orderId}.`);
   return order;
 }

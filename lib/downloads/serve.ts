@@ -1,14 +1,13 @@
+import { randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
 import { problemResponse } from "../api/problem";
-import { requestIdFrom } from "../api/request-id";
+import { DOWNLOAD_LINK_TTL_SECONDS } from "../contract";
 import { db } from "../db/client";
-import { notDelivered } from "../orders/queries";
 import { AppError } from "../errors";
+import { notDelivered } from "../orders/queries";
 import { fileStorage } from "../storage";
 import { contentDisposition, ifRangeAllows, notModified, parseRange, type RangeResult } from "./http";
-import { DOWNLOAD_LINK_TTL_SECONDS, signDownloadToken, verifyDownloadToken } from "./token";
-
-export { DOWNLOAD_LINK_TTL_SECONDS, signDownloadToken, verifyDownloadToken } from "./token";
+import { signDownloadToken, verifyDownloadToken } from "./token";
 
 /**
  * Where signed links are served: a Pages Router API route (pages/api/dl/[token].ts), because
@@ -22,28 +21,18 @@ export function downloadUrl(fileId: string, origin: string, now = new Date()): s
   return `${origin.replace(/\/+$/, "")}${DOWNLOAD_PATH}/${signDownloadToken({ fileId, expiresAt })}`;
 }
 
-/** A redirect no cache keeps (signed links expire). Not Response.redirect(): its headers are immutable. */
-export function noStoreRedirect(location: string, status: 302 | 303 = 302): Response {
-  return new Response(null, { status, headers: { Location: location, "Cache-Control": "private, no-store" } });
-}
-
 /**
- * Answers a request on a signed download link: for GET or HEAD the file's bytes (whole or one
- * range), 304 for a current copy, or a problem response; any other method gets 405. The order's
- * status is re-checked on every request, so a link stops working as soon as the order is no
- * longer delivered.
+ * Answers a GET or HEAD on a signed download link (the route refuses other methods): the file's
+ * bytes (whole or one range), 304 for a current copy, or a problem response. The order's status is
+ * re-checked on every request, so a link stops working as soon as the order is no longer delivered.
  */
-export async function serveDownload(request: Request, token: string, now = new Date()): Promise<Response> {
-  const requestId = requestIdFrom(request);
+export async function serveDownload(
+  request: Request,
+  token: string,
+  { requestId = randomUUID(), now = new Date() }: { requestId?: string; now?: Date } = {},
+): Promise<Response> {
   let response: Response;
   try {
-    if (request.method !== "GET" && request.method !== "HEAD") {
-      return problemResponse(
-        new AppError("method_not_allowed", `${request.method} is not allowed on a download link; use GET or HEAD.`),
-        requestId,
-        { Allow: "GET, HEAD" },
-      );
-    }
     response = await respond(request, token, now, requestId);
   } catch (error) {
     response = problemResponse(error, requestId);

@@ -1,0 +1,46 @@
+import { AppError } from "../errors";
+import { problemResponse } from "./problem";
+
+/** Generic responses of the API and the download routes. */
+
+/** JSON for API clients (already serialised, e.g. by the database): never cached by shared caches. */
+export function apiJson(json: string): Response {
+  return new Response(json, {
+    headers: { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "private, no-store" },
+  });
+}
+
+/** The methods every read-only route serves. */
+export const READ_ONLY_METHODS = ["GET", "HEAD"] as const;
+
+export function isReadOnlyMethod(method: string | undefined): boolean {
+  return method === "GET" || method === "HEAD";
+}
+
+/** 405 with Allow. Built from the method's name alone: a web Request cannot even be made for some (TRACE). */
+export function methodNotAllowed(method: string, requestId: string, what = "this API is read-only"): Response {
+  const allow = READ_ONLY_METHODS.join(", ");
+  return problemResponse(
+    new AppError("method_not_allowed", `${printable(method)} is not allowed: ${what}. Allowed: ${allow}.`),
+    requestId,
+    { Allow: allow },
+  );
+}
+
+/** A redirect no cache keeps (signed links expire). Not Response.redirect(): its headers are immutable. */
+export function noStoreRedirect(location: string, status: 302 | 303 = 302): Response {
+  return new Response(null, { status, headers: { Location: location, "Cache-Control": "private, no-store" } });
+}
+
+/** A plain-text 404 for browser routes (dashboard and share-link downloads), which are not part of the API. */
+export function plainNotFound(message: string): Response {
+  return new Response(message, {
+    status: 404,
+    headers: { "Content-Type": "text/plain; charset=utf-8", "Cache-Control": "private, no-store" },
+  });
+}
+
+/** A method name as it may appear in a message: a token of at most 20 characters (RFC 9110), else "This method". */
+function printable(method: string): string {
+  return /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,20}$/.test(method) ? method : "This method";
+}

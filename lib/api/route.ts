@@ -1,0 +1,61 @@
+import { AppError } from "../errors";
+import type { ApiKeyPermission } from "../keys/permissions";
+import { authenticateApiKey, type AuthenticatedKey } from "../keys/verify";
+import { DATASETS_POLICY, enforceRatePolicy, socialPolicy, type RatePolicy } from "../ratelimit/policies";
+import { socialAccessFor, type SocialAccessSettings } from "../social/access";
+import { readOnlyNodeRoute } from "./node";
+import { problemResponse } from "./problem";
+
+export type ApiContext<Params> = {
+  request: Request;
+  requestId: string;
+  key: AuthenticatedKey;
+  params: Params;
+  /** The account's Social API settings, for `scrape:read` endpoints (checked to be enabled). */
+  social?: SocialAccessSettings;
+};
+
+/**
+ * An /api/v1 route. Every one goes through this: method (405 for anything but GET/HEAD), request
+ * id, key lookup (expiry, revocation), permission, Social API access (scrape:read), rate limit and
+ * its headers, and error mapping to problem+json. Requests refused before the rate limit (401,
+ * 403) count against no account. Dataset keys share the account's 60/minute; social keys have the
+ * account's own rate. The handler does its one job.
+ */
+export function apiRoute<Params extends Record<string, string> = Record<string, never>>(
+  options: { permission: ApiKeyPermission },
+  handler: (context: ApiContext<Params>) => Promise<Response>,
+) {
+  return readOnlyNodeRoute(async (request, { requestId, query }) => {
+    let limitHeaders: Record<string, string> = {};
+    try {
+      const key = await authenticateApiKey(request.headers.get("authorization"));
+      if (key.permission !== options.permission) {
+        throw new AppError(
+          "insufficient_permission",
+          `This endpoint needs a key with the ${options.permission} permission; this key has ${key.permission}.`,
+        );
+      }
+      let policy: RatePolicy = DATASETS_POLICY;
+      let social: SocialAccessSettings | undefined;
+      if (key.permission === "scrape:read") {
+        social = await socialAccessFor(key.buyerId);
+        if (!social?.enabled) {
+          throw new AppError(
+            "social_access_disabled",
+            "Social API access is not enabled for this account. Ask your account manager to enable it.",
+          );
+        }
+        policy = socialPolicy(social.ratePerMinute);
+      }
+      limitHeaders = await enforceRatePolicy(policy, key.buyerId);
+      // Dynamic segments win over query parameters of the same name in Next's req.query.
+      const response = await handler({ request, requestId, key, params: query as Params, social });
+      for (const [name, value] of Object.entries(limitHeaders)) response.headers.set(name, value);
+      response.headers.set("X-Request-Id", requestId);
+      return response;
+    } catch (error) {
+      return problemResponse(error, requestId, limitHeaders);
+    }
+  });
+}

@@ -1,0 +1,14 @@
+/**
+ * The numbers ../shared/CONTRACT.md fixes for the API, stated once: the code enforces them and the
+ * API reference, the OpenAPI document and error messages are written from them. Dependency-free,
+ * so anything may import it (the OpenAPI document is served without loading the database client).
+ */
+
+/** 60 requests per minute per buyer account, shared by all its datasets:read keys. */
+export const DATASETS_RATE_LIMIT = { limit: 60, windowSeconds: 60 } as const;
+
+/** `limit` of the order list: 1 to 50, 20 when not given. */
+export const ORDER_PAGE_SIZE = { min: 1, max: 50, default: 20 } as const;
+
+/** How long a signed download link stays valid. Short: the API hands out a fresh one on every request. */
+export const DOWNLOAD_LINK_TTL_SECONDS = 300;

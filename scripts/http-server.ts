@@ -1,0 +1,57 @@
+import http from "node:http";
+import { parseArgs } from "node:util";
+import next from "next";
+import { sendResponse } from "../lib/api/node";
+import { requestIdFrom } from "../lib/api/request-id";
+import { methodNotAllowed } from "../lib/api/responses";
+
+/**
+ * The app's HTTP server, run by the launcher (scripts/serve.ts) for `npm run dev` and `npm start`:
+ * Next.js's request handler on a node:http server of our own, which is what `next dev`/`next start`
+ * run too, plus what they cannot do: a request whose method Next.js cannot turn into a web Request
+ * (TRACE: undici refuses it, and Next.js answered its bare HTML 500 and logged a stack) is answered
+ * here. Usage: `http-server.ts dev|start [-p PORT] [-H HOSTNAME]`.
+ */
+const mode = process.argv[2];
+if (mode !== "dev" && mode !== "start") {
+  console.error("Usage: tsx scripts/http-server.ts dev|start [-p PORT] [-H HOSTNAME]");
+  process.exit(1);
+}
+const { values } = parseArgs({
+  args: process.argv.slice(3),
+  options: { port: { type: "string", short: "p" }, hostname: { type: "string", short: "H" } },
+});
+const port = Number(values.port ?? process.env.PORT ?? 3000);
+const hostname = values.hostname;
+
+// Methods a web Request can be made for; Node's parser already refuses unknown ones, and CONNECT never reaches here.
+const UNSUPPORTED_METHODS = new Set(["TRACE", "TRACK"]);
+
+const server = http.createServer();
+const app = next({ dev: mode === "dev", hostname, port, httpServer: server });
+await app.prepare();
+const handle = app.getRequestHandler();
+
+server.on("request", (req, res) => {
+  if (UNSUPPORTED_METHODS.has(req.method ?? "")) return void refuseMethod(req, res);
+  void handle(req, res);
+});
+server.listen(port, hostname, () => {
+  console.log(`[dataset-access] Listening on http://${hostname ?? "localhost"}:${port} (${mode}).`);
+});
+
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    server.close();
+    void app.close().finally(() => process.exit(0));
+  });
+}
+
+/** The API's contract answer (405 problem+json with Allow and a request id) for the API and its download links; 501 elsewhere. */
+async function refuseMethod(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  if (/^\/api\/(v1|dl)\//.test(req.url ?? "")) {
+    return sendResponse(res, methodNotAllowed(req.method ?? "", requestIdFrom(req.headers["x-request-id"])));
+  }
+  res.writeHead(501, { "Content-Type": "text/plain; charset=utf-8", "Cache-Control": "no-store" });
+  res.end(`${req.method} is not supported by this server.\n`);
+}
