@@ -22,8 +22,8 @@ const LAST_USED_RESOLUTION_MS = 60_000;
 
 /**
  * Checks an Authorization header, in this order: well-formed Bearer header, key format and
- * checksum (no database work for garbage), one lookup by the hash's unique index, revocation,
- * expiry. Nothing is cached, so a revocation or expiry applies to the very next request.
+ * checksum (no database work for garbage), one lookup by the hash's unique index, revocation (any
+ * revocation time), expiry. Nothing is cached, so a revocation or expiry applies to the very next request.
  */
 export async function authenticateApiKey(authorization: string | null, now = new Date()): Promise<AuthenticatedKey> {
   const match = /^Bearer +(\S+) *$/i.exec(authorization ?? "");
@@ -46,7 +46,9 @@ export async function authenticateApiKey(authorization: string | null, now = new
   );
   // The lookup is by the digest of a 190-bit secret; the comparison is constant-time all the same.
   if (!key || !timingSafeEqual(Buffer.from(key.secretHash), Buffer.from(secretHash))) throw invalidKey();
-  if (key.revokedAt && key.revokedAt <= now) {
+  // Any revocation time means revoked: never compared with the clock, so a zone or clock skew
+  // between writer and reader (e.g. PgBouncer dropping the TimeZone startup option) cannot delay it.
+  if (key.revokedAt) {
     throw new AppError("revoked_api_key", "This API key has been revoked. Create a new key in the dashboard.");
   }
   if (key.expiresAt <= now) {

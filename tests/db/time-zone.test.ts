@@ -1,5 +1,6 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { db } from "../../lib/db/client";
 import { revokeApiKey } from "../../lib/keys";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, type TestEnvironment } from "../helpers/fixtures";
@@ -30,6 +31,17 @@ describe("a database whose default time zone is not UTC", () => {
     const key = await apiKey(account.id);
     expect((await list(key.secret)).status).toBe(200);
     await revokeApiKey(key.id);
+    const refused = await list(key.secret);
+    expect(refused.status).toBe(401);
+    expect((await refused.json()).code).toBe("revoked_api_key");
+  });
+
+  it("refuses a key whose revocation time reads as the future (a writer in another zone or with a skewed clock)", async () => {
+    const account = await buyer("tz-revoked-ahead");
+    const key = await apiKey(account.id);
+    expect((await list(key.secret)).status).toBe(200);
+    // What a session in UTC-5 writing a zoneless local time would leave behind: five hours ahead.
+    await db().$executeRaw`UPDATE api_keys SET revoked_at = now() + interval '5 hours' WHERE id = ${key.id}`;
     const refused = await list(key.secret);
     expect(refused.status).toBe(401);
     expect((await refused.json()).code).toBe("revoked_api_key");
