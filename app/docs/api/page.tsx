@@ -3,6 +3,7 @@ import { buildOpenApiDocument } from "@/lib/api/openapi";
 import { apiErrorCatalog } from "@/lib/api/problem";
 import { siteOrigin } from "@/lib/site";
 import { CodeBlock } from "@/components/code-block";
+import { DATASETS_RATE_LIMIT } from "@/lib/contract";
 import { SOCIAL_PLATFORMS } from "@/lib/social/platforms";
 
 export const metadata: Metadata = { title: "API reference" };
@@ -110,9 +111,10 @@ export default async function ApiReferencePage() {
       <section className="space-y-3">
         <h2 className="text-xl font-semibold">Rate limit</h2>
         <p className="text-slate-700">
-          60 requests per minute per account, shared by all its dataset keys (sliding window); social keys have the rate
-          set for the account. Responses carry <code>RateLimit-Policy</code> and <code>RateLimit</code>; a 429 also
-          carries <code>Retry-After</code> in seconds. Following a signed download link does not count.
+          {DATASETS_RATE_LIMIT.limit} requests per {DATASETS_RATE_LIMIT.windowSeconds} seconds per account, shared by
+          all its dataset keys (sliding window); social keys have the rate set for the account. Responses carry{" "}
+          <code>RateLimit-Policy</code> and <code>RateLimit</code>; a 429 also carries <code>Retry-After</code> in
+          seconds. Following a signed download link does not count.
         </p>
       </section>
 
