@@ -35,6 +35,18 @@ describe("safeReturnPath", () => {
     ["/\\evil.example", "/orders"],
     ["/\t/evil.example/x", "/orders"],
     ["/\n/evil.example", "/orders"],
+    // Dot segments that resolve to a network-path reference (//host) must not leave the site.
+    ["/..//evil.example/x", "/orders"],
+    ["/.//evil.example", "/orders"],
+    ["/%2e%2e//evil.example", "/orders"],
+    ["/%2E%2E//evil.example", "/orders"],
+    ["/.%2e//evil.example", "/orders"],
+    ["/a/../..//evil.example", "/orders"],
+    ["/..\\/evil.example", "/orders"],
+    ["/../\\evil.example", "/orders"],
+    ["/./keys", "/keys"],
+    ["/orders/../keys?tab=1#new", "/keys?tab=1#new"],
+    ["/..", "/"],
     [undefined, "/orders"],
     [["/keys"], "/orders"],
   ])("%j -> %s", (value, expected) => {

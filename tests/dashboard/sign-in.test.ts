@@ -1,7 +1,9 @@
+import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SIGNIN_LIMITS } from "../../lib/auth/signin-limits";
+import { db } from "../../lib/db/client";
 import { createTestEnvironment } from "../helpers/database";
-import type { TestEnvironment } from "../helpers/fixtures";
+import { buyer, type TestEnvironment } from "../helpers/fixtures";
 import { startServer, type TestServer } from "../helpers/server";
 
 let env: TestEnvironment;
@@ -81,6 +83,39 @@ describe("sign-in on a production server", () => {
       }
       expect(statuses.slice(0, -1).every((status) => status === 200)).toBe(true);
       expect(statuses.at(-1)).toBe(429);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe("after sign-in", () => {
+  it("a signed-in buyer is sent back to a page of this site only, whatever the callbackUrl", async () => {
+    const { id } = await buyer("return-to");
+    const sessionToken = randomBytes(32).toString("hex");
+    await db().session.create({ data: { sessionToken, userId: id, expires: new Date(Date.now() + 3_600_000) } });
+    const server = await startServer({ databaseUrl: env.database.url, storageDir: env.storageDir });
+    try {
+      const attempts = [
+        "/..//evil.example/x",
+        "/.//evil.example",
+        "/%2e%2e//evil.example",
+        "/.%2E//evil.example/x?y=1",
+        "//evil.example",
+        "/\\evil.example",
+        "https://evil.example/",
+        "/keys",
+      ];
+      for (const callbackUrl of attempts) {
+        const response = await fetch(`${server.url}/signin?${new URLSearchParams({ callbackUrl })}`, {
+          headers: { Cookie: `next-auth.session-token=${sessionToken}` },
+          redirect: "manual",
+        });
+        expect(response.status, callbackUrl).toBe(307);
+        const target = new URL(response.headers.get("location")!, server.url);
+        expect(target.origin, callbackUrl).toBe(server.url);
+        expect(target.pathname, callbackUrl).toBe(callbackUrl === "/keys" ? "/keys" : "/orders");
+      }
     } finally {
       await server.stop();
     }
