@@ -60,7 +60,7 @@ export async function deliverSignInMail(mail: SignInMail, delivery = mailDeliver
     console.info(`[dev mailbox] sign-in link for ${mail.to}: ${mail.url}`);
     return;
   }
-  shared.mailTransport ??= nodemailer.createTransport(process.env.EMAIL_SERVER);
+  shared.mailTransport ??= nodemailer.createTransport(withTimeouts(process.env.EMAIL_SERVER!));
   const result = await shared.mailTransport.sendMail({
     to: mail.to,
     from: delivery.from,
@@ -71,6 +71,57 @@ export async function deliverSignInMail(mail: SignInMail, delivery = mailDeliver
   const refused = [...result.rejected, ...(result.pending ?? [])];
   if (refused.length > 0)
     throw new Error(`The mail server refused the sign-in e-mail for ${refused.length} address(es).`);
+}
+
+/**
+ * Bounds on a mail server that hangs (nodemailer waits up to 2 minutes to connect and 10 minutes
+ * on a silent connection), unless EMAIL_SERVER's query sets them (`?socketTimeout=60000`).
+ */
+const SMTP_TIMEOUTS = { connectionTimeout: "10000", greetingTimeout: "10000", socketTimeout: "30000" };
+
+function withTimeouts(server: string): string {
+  if (!URL.canParse(server)) return server;
+  const url = new URL(server);
+  for (const [name, value] of Object.entries(SMTP_TIMEOUTS)) {
+    if (!url.searchParams.has(name)) url.searchParams.set(name, value);
+  }
+  return url.toString();
+}
+
+const MAX_WAITING_MAILS = 100;
+const CONCURRENT_SENDS = 2;
+const waiting: SignInMail[] = [];
+let sending = 0;
+
+/**
+ * Sends a sign-in e-mail off the request path, so that the answer to a sign-in request is the
+ * same, in content and timing, whether an e-mail goes out or not and whatever the mail server
+ * does. A failure is logged (without the link) and the buyer can ask again. For now an in-process
+ * queue of at most MAX_WAITING_MAILS, CONCURRENT_SENDS at a time; this function is the one seam a
+ * durable job queue replaces.
+ */
+export function sendSignInMailLater(mail: SignInMail): void {
+  if (waiting.length >= MAX_WAITING_MAILS) {
+    console.error(
+      `Sign-in e-mail to ${mail.to} dropped: ${MAX_WAITING_MAILS} are already waiting for the mail server.`,
+    );
+    return;
+  }
+  waiting.push(mail);
+  sendWaitingMails();
+}
+
+function sendWaitingMails(): void {
+  while (sending < CONCURRENT_SENDS && waiting.length > 0) {
+    const mail = waiting.shift()!;
+    sending++;
+    deliverSignInMail(mail)
+      .catch((error: Error) => console.error(`Sign-in e-mail to ${mail.to} not sent: ${error.message}`))
+      .finally(() => {
+        sending--;
+        sendWaitingMails();
+      });
+  }
 }
 
 /** The development mailbox, newest first (empty outside development). */
