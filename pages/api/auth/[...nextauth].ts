@@ -1,5 +1,6 @@
 import type { NextApiRequest, NextApiResponse } from "next";
 import NextAuth from "next-auth";
+import { sweepExpiredSignInRecords } from "@/lib/auth/cleanup";
 import { MAIL_NOT_CONFIGURED, mailDelivery } from "@/lib/auth/mail";
 import { AUTH_PAGES, authBaseUrl, authOptions } from "@/lib/auth/options";
 import { clientIp, withSignInLimits } from "@/lib/auth/signin-limits";
@@ -11,6 +12,7 @@ import { clientIp, withSignInLimits } from "@/lib/auth/signin-limits";
  * address is at hand.
  */
 export default async function auth(req: NextApiRequest, res: NextApiResponse) {
+  sweepExpiredSignInRecords();
   // next-auth reads only the first two segments: signin/email/anything is the same action.
   const [action, provider] = ([] as string[]).concat(req.query.nextauth ?? []);
   if (req.method === "POST" && action === "signin" && provider === "email" && mailDelivery().mode === "unconfigured") {
