@@ -6,9 +6,9 @@ import path from "node:path";
 import { disconnectDb } from "../lib/db/client";
 import { configuredOrigin } from "../lib/api/validation";
 import { MAIL_NOT_CONFIGURED, mailDelivery } from "../lib/auth/mail";
-import { DATA_DIR } from "../lib/db/config";
+import { DATA_DIR, ensureDataDir } from "../lib/db/config";
 import { prepareDatabase } from "../lib/db/runtime";
-import { appSecret } from "../lib/secrets";
+import { appSecret, MIN_SECRET_LENGTH } from "../lib/secrets";
 import { seedDemo } from "./seed-demo";
 
 /**
@@ -88,10 +88,10 @@ next.on("exit", async (code, signal) => {
 /** A secret kept in .data/auth-secret for a single instance that was given no AUTH_SECRET. */
 async function persistedSecret(): Promise<string> {
   const file = path.join(DATA_DIR, "auth-secret");
+  await ensureDataDir(); // also tightens a .data/ made by an earlier version
   const existing = await fs.readFile(file, "utf8").catch(() => "");
-  if (existing.trim().length >= 32) return existing.trim();
+  if (existing.trim().length >= MIN_SECRET_LENGTH) return existing.trim();
   const secret = randomBytes(32).toString("base64url");
-  await fs.mkdir(DATA_DIR, { recursive: true });
   await fs.writeFile(file, secret, { mode: 0o600 });
   log(`AUTH_SECRET is not set: generated one in ${file} (set AUTH_SECRET when running several instances).`);
   return secret;

@@ -1,7 +1,10 @@
 import { spawn } from "node:child_process";
+import { promises as fs } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { freePort } from "./helpers/server";
+import { createTestEnvironment } from "./helpers/database";
+import { freePort, startServer } from "./helpers/server";
 
 /** Runs `npm start` (scripts/serve.ts start) and waits for it to exit; a launcher still running after 30 s is killed. */
 async function startExpectingExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
@@ -38,5 +41,24 @@ describe("npm start", () => {
       `${variable} is too short (${value.length} characters): it must be at least 32 characters`,
     );
     expect(output).not.toContain(value);
+  });
+
+  it("creates its data directory and the secret it generates readable by its user only", async () => {
+    const env = await createTestEnvironment("launcher");
+    const dataDir = path.join(env.storageDir, "data");
+    try {
+      const server = await startServer({
+        databaseUrl: env.database.url,
+        storageDir: env.storageDir,
+        env: { AUTH_SECRET: "", DATA_DIR: dataDir },
+      });
+      await server.stop();
+      const mode = async (file: string) => (await fs.stat(file)).mode & 0o777;
+      // As root 0711: the embedded PostgreSQL's user passes through it to its cluster, without listing it.
+      expect(await mode(dataDir)).toBe(os.userInfo().uid === 0 ? 0o711 : 0o700);
+      expect(await mode(path.join(dataDir, "auth-secret"))).toBe(0o600);
+    } finally {
+      await env.cleanup();
+    }
   });
 });
