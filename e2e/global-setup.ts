@@ -1,10 +1,10 @@
 import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { SMTPServer } from "smtp-server";
 import { buildProductionServer, createDatabase, openTestDatabaseServer } from "../tests/helpers/database-server";
 import { prepareTestEnvironment } from "../tests/helpers/fixtures";
-import { freePort, startServer } from "../tests/helpers/server";
+import { startServer } from "../tests/helpers/server";
+import { startSmtpServer } from "../tests/helpers/smtp";
 
 /**
  * Before the end-to-end tests: a real SMTP server on loopback that writes every message it
@@ -20,25 +20,10 @@ export default async function globalSetup() {
     "e2e",
   );
   const mailDir = await fs.mkdtemp(path.join(os.tmpdir(), "e2e-mail-"));
-  const smtpPort = await freePort();
   let received = 0;
-  const smtp = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ["STARTTLS"],
-    onData(stream, session, callback) {
-      const chunks: Buffer[] = [];
-      stream.on("data", (chunk: Buffer) => chunks.push(chunk));
-      stream.on("end", () => {
-        const to = session.envelope.rcptTo.map((recipient) => recipient.address.toLowerCase());
-        const file = path.join(mailDir, `${Date.now()}-${++received}.json`);
-        fs.writeFile(file, JSON.stringify({ to, raw: Buffer.concat(chunks).toString("utf8") })).then(
-          () => callback(),
-          callback,
-        );
-      });
-    },
+  const smtp = await startSmtpServer({
+    onMessage: (mail) => fs.writeFile(path.join(mailDir, `${Date.now()}-${++received}.json`), JSON.stringify(mail)),
   });
-  await new Promise<void>((resolve) => smtp.listen(smtpPort, "127.0.0.1", resolve));
 
   const server = await startServer({
     databaseUrl: environment.database.url,
@@ -48,7 +33,7 @@ export default async function globalSetup() {
       // In-process rate limits: every run signs in a dozen times from 127.0.0.1, and a shared
       // Redis would carry those counts into the next run.
       REDIS_URL: "",
-      EMAIL_SERVER: `smtp://127.0.0.1:${smtpPort}`,
+      EMAIL_SERVER: smtp.url,
       EMAIL_FROM: "Dataset Access <sign-in@dataset-access.test>",
     },
   });
@@ -57,7 +42,7 @@ export default async function globalSetup() {
 
   return async () => {
     await server.stop();
-    await new Promise<void>((resolve) => smtp.close(() => resolve()));
+    await smtp.close();
     await environment.cleanup();
     await databaseServer.stop();
     await fs.rm(mailDir, { recursive: true, force: true });

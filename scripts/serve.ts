@@ -4,8 +4,9 @@ import { promises as fs } from "node:fs";
 import path from "node:path";
 import { disconnectDb } from "../lib/db/client";
 import { MAIL_NOT_CONFIGURED, mailDelivery } from "../lib/auth/mail";
-import { DATA_DIR } from "../lib/db/config";
+import { DATA_DIR, ensureDataDir } from "../lib/db/config";
 import { prepareDatabase } from "../lib/db/runtime";
+import { appSecret, MIN_SECRET_LENGTH } from "../lib/secrets";
 import { configuredOrigin } from "../lib/site";
 import { seedDemo } from "./seed-demo";
 
@@ -22,6 +23,19 @@ if (mode !== "dev" && mode !== "start") {
   process.exit(1);
 }
 const log = (message: string) => console.log(`[dataset-access] ${message}`);
+function fail(error: unknown): never {
+  console.error(`[dataset-access] error: ${(error as Error).message}`);
+  process.exit(1);
+}
+
+// Checked before anything else: a secret that is too short would start a server whose every
+// sign-in and download fails.
+try {
+  if (!process.env.AUTH_SECRET && !process.env.NEXTAUTH_SECRET) process.env.AUTH_SECRET = await persistedSecret();
+  process.env.AUTH_SECRET = appSecret();
+} catch (error) {
+  fail(error);
+}
 
 const usesEmbedded = !process.env.DATABASE_URL;
 let database: Awaited<ReturnType<typeof prepareDatabase>>;
@@ -30,8 +44,7 @@ try {
   if (database.embeddedCreated) await seedDemo(log);
   await disconnectDb();
 } catch (error) {
-  console.error(`[dataset-access] error: ${(error as Error).message}`);
-  process.exit(1);
+  fail(error);
 }
 log(
   usesEmbedded
@@ -39,7 +52,6 @@ log(
     : "Using the database at DATABASE_URL.",
 );
 
-process.env.AUTH_SECRET ??= process.env.NEXTAUTH_SECRET ?? (await persistedSecret());
 // Sign-in links are built from NEXTAUTH_URL, never from the request's Host header, which a client can forge.
 process.env.NEXTAUTH_URL ??= configuredOrigin() || `http://localhost:${process.env.PORT ?? "3000"}`;
 if (mode === "start" && !configuredOrigin() && !process.env.APP_URL) {
@@ -79,10 +91,10 @@ next.on("exit", async (code, signal) => {
 /** A secret kept in .data/auth-secret for a single instance that was given no AUTH_SECRET. */
 async function persistedSecret(): Promise<string> {
   const file = path.join(DATA_DIR, "auth-secret");
+  await ensureDataDir(); // also tightens a .data/ made by an earlier version
   const existing = await fs.readFile(file, "utf8").catch(() => "");
-  if (existing.trim().length >= 32) return existing.trim();
+  if (existing.trim().length >= MIN_SECRET_LENGTH) return existing.trim();
   const secret = randomBytes(32).toString("base64url");
-  await fs.mkdir(DATA_DIR, { recursive: true });
   await fs.writeFile(file, secret, { mode: 0o600 });
   log(`AUTH_SECRET is not set: generated one in ${file} (set AUTH_SECRET when running several instances).`);
   return secret;

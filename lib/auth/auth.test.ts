@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { normaliseEmailIdentifier } from "./email-identifier";
 import { mailDelivery, signInMail } from "./mail";
 import { safeReturnPath } from "./return-to";
-import { clientIp } from "./signin-limits";
+import { clientIp, clientNetwork } from "./signin-limits";
 
 describe("mailDelivery", () => {
   it.each([
@@ -35,6 +35,18 @@ describe("safeReturnPath", () => {
     ["/\\evil.example", "/orders"],
     ["/\t/evil.example/x", "/orders"],
     ["/\n/evil.example", "/orders"],
+    // Dot segments that resolve to a network-path reference (//host) must not leave the site.
+    ["/..//evil.example/x", "/orders"],
+    ["/.//evil.example", "/orders"],
+    ["/%2e%2e//evil.example", "/orders"],
+    ["/%2E%2E//evil.example", "/orders"],
+    ["/.%2e//evil.example", "/orders"],
+    ["/a/../..//evil.example", "/orders"],
+    ["/..\\/evil.example", "/orders"],
+    ["/../\\evil.example", "/orders"],
+    ["/./keys", "/keys"],
+    ["/orders/../keys?tab=1#new", "/keys?tab=1#new"],
+    ["/..", "/"],
     [undefined, "/orders"],
     [["/keys"], "/orders"],
   ])("%j -> %s", (value, expected) => {
@@ -68,4 +80,20 @@ describe("clientIp", () => {
     expect(clientIp(request("6.6.6.6, 1.2.3.4"), env)).toBe("1.2.3.4");
     expect(clientIp(request(), env)).toBe("10.0.0.1");
   });
+});
+
+describe("clientNetwork", () => {
+  it.each([
+    ["203.0.113.7", "203.0.113.7"],
+    ["::ffff:203.0.113.7", "203.0.113.7"],
+    ["::FFFF:203.0.113.7", "203.0.113.7"],
+    ["2001:db8:1:2::1", "2001:db8:1:2::/64"],
+    ["2001:0DB8:0001:0002:ffff:0:0:1", "2001:db8:1:2::/64"],
+    ["2001:db8::1", "2001:db8:0:0::/64"],
+    ["2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"],
+    ["::1", "0:0:0:0::/64"],
+    ["fe80::1%eth0", "fe80:0:0:0::/64"],
+    ["::ffff:1.2.3.4.5", "::ffff:1.2.3.4.5"],
+    ["unknown", "unknown"],
+  ])("%s -> %s", (ip, network) => expect(clientNetwork(ip)).toBe(network));
 });

@@ -1,4 +1,5 @@
 import nodemailer, { type Transporter } from "nodemailer";
+import { processSingleton } from "../singleton";
 
 /**
  * How sign-in e-mails leave the app (../shared/CONTRACT.md, E-mail):
@@ -45,23 +46,25 @@ export function signInMail(to: string, url: string, validMinutes: number): SignI
   return { to, url, subject: "Your sign-in link for Dataset Access", text, html };
 }
 
-type DevMailbox = { messages: (SignInMail & { sentAt: Date })[] };
-const shared = globalThis as unknown as { devMailbox?: DevMailbox; mailTransport?: Transporter };
 const DEV_MAILBOX_SIZE = 50;
+const devMailbox = () => processSingleton("mail:dev-mailbox", (): (SignInMail & { sentAt: Date })[] => []);
+const transport = () =>
+  processSingleton("mail:transport", (): Transporter =>
+    nodemailer.createTransport(withTimeouts(process.env.EMAIL_SERVER!)),
+  );
 
 /** Sends (or, in development without SMTP, logs and keeps) a sign-in e-mail. */
 export async function deliverSignInMail(mail: SignInMail, delivery = mailDelivery()): Promise<void> {
   if (delivery.mode === "unconfigured") throw new Error(MAIL_NOT_CONFIGURED);
   if (delivery.mode === "dev-mailbox") {
-    const mailbox = (shared.devMailbox ??= { messages: [] });
-    mailbox.messages.unshift({ ...mail, sentAt: new Date() });
-    mailbox.messages.length = Math.min(mailbox.messages.length, DEV_MAILBOX_SIZE);
+    const messages = devMailbox();
+    messages.unshift({ ...mail, sentAt: new Date() });
+    messages.length = Math.min(messages.length, DEV_MAILBOX_SIZE);
     // Development only: production never logs a sign-in link.
     console.info(`[dev mailbox] sign-in link for ${mail.to}: ${mail.url}`);
     return;
   }
-  shared.mailTransport ??= nodemailer.createTransport(process.env.EMAIL_SERVER);
-  const result = await shared.mailTransport.sendMail({
+  const result = await transport().sendMail({
     to: mail.to,
     from: delivery.from,
     subject: mail.subject,
@@ -73,7 +76,59 @@ export async function deliverSignInMail(mail: SignInMail, delivery = mailDeliver
     throw new Error(`The mail server refused the sign-in e-mail for ${refused.length} address(es).`);
 }
 
+/**
+ * Bounds on a mail server that hangs (nodemailer waits up to 2 minutes to connect and 10 minutes
+ * on a silent connection), unless EMAIL_SERVER's query sets them (`?socketTimeout=60000`).
+ */
+const SMTP_TIMEOUTS = { connectionTimeout: "10000", greetingTimeout: "10000", socketTimeout: "30000" };
+
+function withTimeouts(server: string): string {
+  if (!URL.canParse(server)) return server;
+  const url = new URL(server);
+  for (const [name, value] of Object.entries(SMTP_TIMEOUTS)) {
+    if (!url.searchParams.has(name)) url.searchParams.set(name, value);
+  }
+  return url.toString();
+}
+
+const MAX_WAITING_MAILS = 100;
+const CONCURRENT_SENDS = 2;
+const queue = () => processSingleton("mail:queue", () => ({ waiting: [] as SignInMail[], sending: 0 }));
+
+/**
+ * Sends a sign-in e-mail off the request path, so that the answer to a sign-in request is the
+ * same, in content and timing, whether an e-mail goes out or not and whatever the mail server
+ * does. A failure is logged (without the link) and the buyer can ask again. For now an in-process
+ * queue of at most MAX_WAITING_MAILS, CONCURRENT_SENDS at a time; this function is the one seam a
+ * durable job queue replaces.
+ */
+export function sendSignInMailLater(mail: SignInMail): void {
+  const { waiting } = queue();
+  if (waiting.length >= MAX_WAITING_MAILS) {
+    console.error(
+      `Sign-in e-mail to ${mail.to} dropped: ${MAX_WAITING_MAILS} are already waiting for the mail server.`,
+    );
+    return;
+  }
+  waiting.push(mail);
+  sendWaitingMails();
+}
+
+function sendWaitingMails(): void {
+  const state = queue();
+  while (state.sending < CONCURRENT_SENDS && state.waiting.length > 0) {
+    const mail = state.waiting.shift()!;
+    state.sending++;
+    deliverSignInMail(mail)
+      .catch((error: Error) => console.error(`Sign-in e-mail to ${mail.to} not sent: ${error.message}`))
+      .finally(() => {
+        state.sending--;
+        sendWaitingMails();
+      });
+  }
+}
+
 /** The development mailbox, newest first (empty outside development). */
 export function devMailboxMessages(): readonly (SignInMail & { sentAt: Date })[] {
-  return mailDelivery().mode === "dev-mailbox" ? (shared.devMailbox?.messages ?? []) : [];
+  return mailDelivery().mode === "dev-mailbox" ? devMailbox() : [];
 }

@@ -3,10 +3,11 @@ import type { NextAuthOptions } from "next-auth";
 import EmailProvider from "next-auth/providers/email";
 import { db } from "../db/client";
 import { appSecret } from "../secrets";
+import { processSingleton } from "../singleton";
 import { authBaseUrl } from "../site";
 import { SIGNIN_LINK_MINUTES } from "./constants";
 import { normaliseEmailIdentifier } from "./email-identifier";
-import { deliverSignInMail, mailDelivery, signInMail } from "./mail";
+import { mailDelivery, sendSignInMailLater, signInMail } from "./mail";
 
 const SESSION_DAYS = 30;
 
@@ -21,7 +22,7 @@ export const AUTH_PAGES = {
  * Sessions live in the database, so signing out or deleting a session ends it at once.
  */
 export function authOptions(): NextAuthOptions {
-  return (shared.authOptions ??= {
+  return processSingleton("auth:options", (): NextAuthOptions => ({
     secret: appSecret(),
     // The Prisma 7 client generated into lib/db is the client this adapter was written for, under another import path.
     adapter: PrismaAdapter(db() as unknown as Parameters<typeof PrismaAdapter>[0]),
@@ -33,9 +34,11 @@ export function authOptions(): NextAuthOptions {
         from: mailDelivery().mode === "smtp" ? process.env.EMAIL_FROM : undefined,
         normalizeIdentifier: normaliseEmailIdentifier,
         async sendVerificationRequest({ identifier, url }) {
-          // Only buyers get an e-mail; anyone else gets the very same answer and nothing is sent.
-          if (!(await isBuyer(identifier))) return;
-          await deliverSignInMail(signInMail(identifier, confirmationUrl(url), SIGNIN_LINK_MINUTES));
+          // Only buyers get an e-mail; anyone else gets the very same answer and nothing is sent. The
+          // e-mail leaves off the request path, so the answer never waits for the mail server either.
+          if (await isBuyer(identifier)) {
+            sendSignInMailLater(signInMail(identifier, confirmationUrl(url), SIGNIN_LINK_MINUTES));
+          }
         },
       }),
     ],
@@ -51,10 +54,8 @@ export function authOptions(): NextAuthOptions {
         return { ...session, user: { ...session.user, id: user.id, email: user.email } };
       },
     },
-  });
+  }));
 }
-
-const shared = globalThis as unknown as { authOptions?: NextAuthOptions };
 
 async function isBuyer(email: string): Promise<boolean> {
   return (await db().user.count({ where: { email } })) > 0;

@@ -1,6 +1,7 @@
 import { getServerSession } from "next-auth";
 import { cookies } from "next/headers";
 import { redirect } from "next/navigation";
+import { sweepExpiredSignInRecords } from "./cleanup";
 import { authOptions } from "./options";
 
 /** next-auth's session cookie, on http and (with the __Secure- prefix) on https. */
@@ -13,6 +14,7 @@ export async function currentBuyer(): Promise<SignedInBuyer | undefined> {
   // Reading cookies makes the page per-request; without a session cookie there is nothing to look up.
   const cookieStore = await cookies();
   if (!SESSION_COOKIES.some((name) => cookieStore.has(name))) return undefined;
+  sweepExpiredSignInRecords();
   const session = await getServerSession(authOptions());
   if (!session?.user?.id || !session.user.email) return undefined;
   return { id: session.user.id, email: session.user.email };

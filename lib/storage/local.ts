@@ -8,6 +8,7 @@ import type { FileStorage, StoredObject } from "./index";
 /**
  * Objects are files under one directory. A write goes to a temporary file that is renamed into
  * place only once complete, so a failed or interrupted upload never leaves a partial object.
+ * Directories are created 0700 and files 0600: readable by the app's user only.
  */
 export class LocalDirectoryStorage implements FileStorage {
   constructor(private readonly root: string) {}
@@ -16,7 +17,7 @@ export class LocalDirectoryStorage implements FileStorage {
     const key = `${sanitise(keyHint)}/${randomUUID()}`;
     const target = this.pathOf(key);
     const partial = `${target}.partial`;
-    await fs.mkdir(path.dirname(target), { recursive: true });
+    await fs.mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
     const hash = createHash("sha256");
     let size = 0;
     const measure = new Transform({
@@ -27,7 +28,7 @@ export class LocalDirectoryStorage implements FileStorage {
       },
     });
     try {
-      await pipeline(source, measure, createWriteStream(partial, { flags: "wx" }));
+      await pipeline(source, measure, createWriteStream(partial, { flags: "wx", mode: 0o600 }));
       await fs.rename(partial, target);
     } catch (error) {
       await fs.rm(partial, { force: true });
