@@ -22,7 +22,12 @@ export default async function globalSetup() {
   const mailDir = await fs.mkdtemp(path.join(os.tmpdir(), "e2e-mail-"));
   let received = 0;
   const smtp = await startSmtpServer({
-    onMessage: (mail) => fs.writeFile(path.join(mailDir, `${Date.now()}-${++received}.json`), JSON.stringify(mail)),
+    // Written aside and renamed into place, so a test polling the directory never reads half a message.
+    onMessage: async (mail) => {
+      const file = path.join(mailDir, `${Date.now()}-${++received}.json`);
+      await fs.writeFile(`${file}.partial`, JSON.stringify(mail));
+      await fs.rename(`${file}.partial`, file);
+    },
   });
 
   const server = await startServer({

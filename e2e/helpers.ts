@@ -39,7 +39,7 @@ export async function waitForMail(email: string, since: number, timeoutMs = 15_0
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     for (const name of (await fs.readdir(mailDir)).sort()) {
-      if (Number(name.split("-")[0]) < since) continue;
+      if (name.endsWith(".partial") || Number(name.split("-")[0]) < since) continue;
       const stored = JSON.parse(await fs.readFile(path.join(mailDir, name), "utf8")) as { to: string[]; raw: string };
       if (!stored.to.includes(email.toLowerCase())) continue;
       const parsed = await PostalMime.parse(stored.raw);
