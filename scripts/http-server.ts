@@ -4,6 +4,7 @@ import next from "next";
 import { sendResponse } from "../lib/api/node";
 import { requestIdFrom } from "../lib/api/request-id";
 import { methodNotAllowed } from "../lib/api/responses";
+import { markRequestServer } from "../lib/db/timeouts";
 
 /**
  * The app's HTTP server, run by the launcher (scripts/serve.ts) for `npm run dev` and `npm start`:
@@ -26,6 +27,14 @@ const hostname = values.hostname;
 
 // Methods a web Request can be made for; Node's parser already refuses unknown ones, and CONNECT never reaches here.
 const UNSUPPORTED_METHODS = new Set(["TRACE", "TRACK"]);
+
+try {
+  // This process answers requests: its database statements get a deadline (lib/db/timeouts.ts).
+  markRequestServer();
+} catch (error) {
+  console.error(`[dataset-access] error: ${(error as Error).message}`);
+  process.exit(1);
+}
 
 const server = http.createServer();
 const app = next({ dev: mode === "dev", hostname, port, httpServer: server });

@@ -168,13 +168,19 @@ function describe(
   };
 }
 
-/** Connection-level failures of PostgreSQL (driver errors or Prisma's wrapping of them). */
+/**
+ * Connection-level failures of PostgreSQL and its deadlines (lib/db/timeouts.ts), as driver errors
+ * or Prisma's wrapping of them (which keeps the driver's message).
+ */
 function isDatabaseUnavailable(error: unknown): boolean {
-  // SQLSTATE classes 08 (connection exception), 57P01-03 (shut down, cannot connect now), 53300 (too many connections).
+  // SQLSTATE classes 08 (connection exception), 57014 (query_canceled: statement_timeout),
+  // 57P01-03 (shut down, cannot connect now), 53300 (too many connections).
   const code = (error as { code?: unknown })?.code;
-  if (typeof code === "string" && /^(08...|57P0[123]|53300)$/.test(code)) return true;
+  if (typeof code === "string" && /^(08...|57014|57P0[123]|53300)$/.test(code)) return true;
   const text = `${(error as { code?: string })?.code ?? ""} ${(error as Error)?.message ?? ""}`;
-  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|P1001|P1002|P1017|Can't reach database|Connection terminated|DatabaseNotReachable|too many clients|the database system is (starting|shutting) up/i.test(
+  // node-postgres's own deadlines: "Query read timeout" (no answer), "timeout exceeded when trying
+  // to connect" (no free pool connection), "Connection terminated due to connection timeout".
+  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|P1001|P1002|P1017|Can't reach database|Connection terminated|DatabaseNotReachable|too many clients|the database system is (starting|shutting) up|canceling statement due to statement timeout|Query read timeout|timeout exceeded when trying to connect/i.test(
     text,
   );
 }
