@@ -1,4 +1,4 @@
-import { DATASETS_RATE_LIMIT, DOWNLOAD_LINK_TTL_SECONDS, ORDER_PAGE_SIZE } from "../contract";
+import { AUTH_FAILURE_LIMIT, DATASETS_RATE_LIMIT, DOWNLOAD_LINK_TTL_SECONDS, ORDER_PAGE_SIZE } from "../contract";
 import { AppError, type ErrorCode } from "../errors";
 import { configuredOrigin } from "../site";
 
@@ -78,7 +78,7 @@ export const API_ERRORS = {
   rate_limited: {
     status: 429,
     title: "Too many requests",
-    meaning: `More than ${DATASETS_RATE_LIMIT.limit} requests in ${DATASETS_RATE_LIMIT.windowSeconds} seconds across the account's dataset keys, or over the account's social rate. Wait Retry-After seconds.`,
+    meaning: `More than ${DATASETS_RATE_LIMIT.limit} requests in ${DATASETS_RATE_LIMIT.windowSeconds} seconds across the account's dataset keys, or over the account's social rate; or more than ${AUTH_FAILURE_LIMIT.limit} failed authentications (401) in ${AUTH_FAILURE_LIMIT.windowSeconds} seconds from the client's address (an IPv6 /64), which is then refused whatever key it sends until the window frees capacity (at most ${AUTH_FAILURE_LIMIT.windowSeconds} seconds; RateLimit policy \`auth-failures\`). Wait Retry-After seconds.`,
   },
   social_allowance_exhausted: {
     status: 429,
