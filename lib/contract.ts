@@ -7,6 +7,13 @@
 /** 60 requests per minute per buyer account, shared by all its datasets:read keys. */
 export const DATASETS_RATE_LIMIT = { limit: 60, windowSeconds: 60 } as const;
 
+/**
+ * Failed authentications (401) per client address (an IPv6 /64) and minute, beyond which that
+ * address is refused for the rest of the window (ours, not the contract's: lib/ratelimit/auth-failures.ts).
+ * Above the dataset limit, so one integration polling with a revoked key at the API's full rate is never refused.
+ */
+export const AUTH_FAILURE_LIMIT = { limit: 100, windowSeconds: 60 } as const;
+
 /** `limit` of the order list: 1 to 50, 20 when not given. */
 export const ORDER_PAGE_SIZE = { min: 1, max: 50, default: 20 } as const;
 

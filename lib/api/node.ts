@@ -14,7 +14,12 @@ import { isReadOnlyMethod, methodNotAllowed } from "./responses";
  */
 export type WebHandler = (
   request: Request,
-  context: { requestId: string; query: NextApiRequest["query"] },
+  context: {
+    requestId: string;
+    query: NextApiRequest["query"];
+    /** Node's request, for what a web Request lacks (the client's address). */
+    incoming: IncomingMessage;
+  },
 ) => Promise<Response>;
 
 /**
@@ -26,7 +31,7 @@ export function readOnlyNodeRoute(handle: WebHandler, { stream = false }: { stre
   return async (req: NextApiRequest, res: NextApiResponse): Promise<void> => {
     const requestId = requestIdFrom(req.headers["x-request-id"]);
     if (!isReadOnlyMethod(req.method)) return sendResponse(res, methodNotAllowed(req.method ?? "", requestId));
-    const response = await handle(webRequest(req, res, stream), { requestId, query: req.query });
+    const response = await handle(webRequest(req, res, stream), { requestId, query: req.query, incoming: req });
     return sendResponse(res, response, stream);
   };
 }

@@ -1,4 +1,4 @@
-import { DATASETS_RATE_LIMIT, DOWNLOAD_LINK_TTL_SECONDS, ORDER_PAGE_SIZE } from "../contract";
+import { AUTH_FAILURE_LIMIT, DATASETS_RATE_LIMIT, DOWNLOAD_LINK_TTL_SECONDS, ORDER_PAGE_SIZE } from "../contract";
 import { AppError, type ErrorCode } from "../errors";
 import { configuredOrigin } from "../site";
 
@@ -78,7 +78,7 @@ export const API_ERRORS = {
   rate_limited: {
     status: 429,
     title: "Too many requests",
-    meaning: `More than ${DATASETS_RATE_LIMIT.limit} requests in ${DATASETS_RATE_LIMIT.windowSeconds} seconds across the account's dataset keys, or over the account's social rate. Wait Retry-After seconds.`,
+    meaning: `More than ${DATASETS_RATE_LIMIT.limit} requests in ${DATASETS_RATE_LIMIT.windowSeconds} seconds across the account's dataset keys, or over the account's social rate; or more than ${AUTH_FAILURE_LIMIT.limit} failed authentications (401) in ${AUTH_FAILURE_LIMIT.windowSeconds} seconds from the client's address (an IPv6 /64), which is then refused whatever key it sends until the window frees capacity (at most ${AUTH_FAILURE_LIMIT.windowSeconds} seconds; RateLimit policy \`auth-failures\`). Wait Retry-After seconds.`,
   },
   social_allowance_exhausted: {
     status: 429,
@@ -168,13 +168,19 @@ function describe(
   };
 }
 
-/** Connection-level failures of PostgreSQL (driver errors or Prisma's wrapping of them). */
+/**
+ * Connection-level failures of PostgreSQL and its deadlines (lib/db/timeouts.ts), as driver errors
+ * or Prisma's wrapping of them (which keeps the driver's message).
+ */
 function isDatabaseUnavailable(error: unknown): boolean {
-  // SQLSTATE classes 08 (connection exception), 57P01-03 (shut down, cannot connect now), 53300 (too many connections).
+  // SQLSTATE classes 08 (connection exception), 57014 (query_canceled: statement_timeout),
+  // 57P01-03 (shut down, cannot connect now), 53300 (too many connections).
   const code = (error as { code?: unknown })?.code;
-  if (typeof code === "string" && /^(08...|57P0[123]|53300)$/.test(code)) return true;
+  if (typeof code === "string" && /^(08...|57014|57P0[123]|53300)$/.test(code)) return true;
   const text = `${(error as { code?: string })?.code ?? ""} ${(error as Error)?.message ?? ""}`;
-  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|P1001|P1002|P1017|Can't reach database|Connection terminated|DatabaseNotReachable|too many clients|the database system is (starting|shutting) up/i.test(
+  // node-postgres's own deadlines: "Query read timeout" (no answer), "timeout exceeded when trying
+  // to connect" (no free pool connection), "Connection terminated due to connection timeout".
+  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|P1001|P1002|P1017|Can't reach database|Connection terminated|DatabaseNotReachable|too many clients|the database system is (starting|shutting) up|canceling statement due to statement timeout|Query read timeout|timeout exceeded when trying to connect/i.test(
     text,
   );
 }

@@ -27,6 +27,41 @@ export function methodNotAllowed(method: string, requestId: string, what = "this
   );
 }
 
+/**
+ * Why an API path that Next.js would not route as sent is refused before it: a percent-encoding
+ * that does not decode (`%zz`, `%C3%28`, a lone `%`), where Next.js answers its HTML 400 page, or a
+ * `.`/`..` segment, raw or encoded (`%2e%2e`), which URL parsing resolves, leaving the API
+ * (`/api/v1/%2e%2e/x` is served as `/api/x`). Under /api/dl the link was altered (403), elsewhere
+ * in the API a path value is malformed (400). Undefined for any other path.
+ */
+export function unroutableApiPath(url: string): AppError | undefined {
+  const path = url.split("?", 1)[0]!;
+  if (!API_PATH.test(path) || !/%|\/\.|\\/.test(path)) return undefined;
+  // A backslash counts as a slash: URL parsing reads it so.
+  const segments = path.split(/[/\\]/).map(decodedSegment);
+  if (!segments.some((segment) => segment === undefined || segment === "." || segment === "..")) return undefined;
+  return path.startsWith("/api/dl")
+    ? new AppError(
+        "download_link_invalid",
+        "This download link is not valid: it is malformed or has been altered. Request a new one from the API.",
+      )
+    : new AppError(
+        "invalid_request",
+        "The request path is malformed: an invalid percent-encoding or a . or .. segment.",
+      );
+}
+
+/** The API's paths: /api/v1 and its download links. */
+export const API_PATH = /^\/api\/(v1|dl)(\/|\?|$)/;
+
+function decodedSegment(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
+
 /** A redirect no cache keeps (signed links expire). Not Response.redirect(): its headers are immutable. */
 export function noStoreRedirect(location: string, status: 302 | 303 = 302): Response {
   return new Response(null, { status, headers: { Location: location, "Cache-Control": "private, no-store" } });

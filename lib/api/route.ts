@@ -1,6 +1,8 @@
+import { clientIp } from "../auth/signin-limits";
 import { AppError } from "../errors";
 import type { ApiKeyPermission } from "../keys/permissions";
 import { authenticateApiKey, type AuthenticatedKey } from "../keys/verify";
+import { authFailures } from "../ratelimit/auth-failures";
 import { DATASETS_POLICY, enforceRatePolicy, socialPolicy, type RatePolicy } from "../ratelimit/policies";
 import { socialAccessFor, type SocialAccessSettings } from "../social/access";
 import { readOnlyNodeRoute } from "./node";
@@ -19,17 +21,20 @@ export type ApiContext<Params> = {
  * An /api/v1 route. Every one goes through this: method (405 for anything but GET/HEAD), request
  * id, key lookup (expiry, revocation), permission, Social API access (scrape:read), rate limit and
  * its headers, and error mapping to problem+json. Requests refused before the rate limit (401,
- * 403) count against no account. Dataset keys share the account's 60/minute; social keys have the
+ * 403) count against no account; failed authentications count against the client's address
+ * (lib/ratelimit/auth-failures.ts). Dataset keys share the account's 60/minute; social keys have the
  * account's own rate. The handler does its one job.
  */
 export function apiRoute<Params extends Record<string, string> = Record<string, never>>(
   options: { permission: ApiKeyPermission },
   handler: (context: ApiContext<Params>) => Promise<Response>,
 ) {
-  return readOnlyNodeRoute(async (request, { requestId, query }) => {
+  return readOnlyNodeRoute(async (request, { requestId, query, incoming }) => {
     let limitHeaders: Record<string, string> = {};
     try {
-      const key = await authenticateApiKey(request.headers.get("authorization"));
+      const key = await authFailures().authenticate(clientIp(incoming), () =>
+        authenticateApiKey(request.headers.get("authorization")),
+      );
       if (key.permission !== options.permission) {
         throw new AppError(
           "insufficient_permission",

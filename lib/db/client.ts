@@ -3,6 +3,7 @@ import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
 import { dropProcessSingleton, processSingleton } from "../singleton";
 import { PrismaClient } from "./generated/client";
+import { databaseTimeouts, isQueryReadTimeout, poolTimeoutOptions } from "./timeouts";
 
 export { Prisma } from "./generated/client";
 export type * from "./generated/client";
@@ -19,6 +20,7 @@ function pool(): pg.Pool {
       // Prisma's adapter writes timestamps without a zone, so sessions must run in UTC whatever the
       // server's or database's default; else a revocation could land hours in the future.
       options: "-c TimeZone=UTC",
+      ...poolTimeoutOptions(databaseTimeouts()),
     });
     // A dropped idle connection must not crash the process; the next query opens a new one.
     created.on("error", (error) => console.error(`database pool: ${error.message}`));
@@ -39,19 +41,30 @@ export function db(): PrismaClient {
  * old statement. A plan made stale by a migration under a running instance ("cached plan must not
  * change result type") costs that connection: it is closed and the query runs once more on a
  * fresh one. Behind PgBouncer, use session pooling (or its prepared-statement support).
+ * `timeoutMs` gives this statement its own client-side deadline (lib/db/timeouts.ts).
  */
-export async function sqlQuery<Row extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<Row[]> {
+export async function sqlQuery<Row extends pg.QueryResultRow>(
+  text: string,
+  values: unknown[],
+  { timeoutMs }: { timeoutMs?: number } = {},
+): Promise<Row[]> {
   const name = statementName(text);
   for (let attempt = 1; ; attempt++) {
     const client = await pool().connect();
     try {
-      const result = await client.query<Row>({ name, text, values });
+      const result = await client.query<Row>({
+        name,
+        text,
+        values,
+        ...(timeoutMs ? { query_timeout: timeoutMs } : {}),
+      });
       client.release();
       return result.rows;
     } catch (error) {
       const stale = isStalePlan(error);
-      // A stale statement lives on that connection: destroy it rather than return it to the pool.
-      client.release(stale ? (error as Error) : undefined);
+      // A stale statement lives on that connection, and one the client stopped waiting for may
+      // still be running on it: destroy it rather than return it to the pool.
+      client.release(stale || isQueryReadTimeout(error) ? (error as Error) : undefined);
       if (!stale || attempt > 1) throw error;
     }
   }

@@ -10,7 +10,7 @@ import { contentDisposition, ifRangeAllows, notModified, parseRange, type RangeR
 import { signDownloadToken, verifyDownloadToken } from "./token";
 
 /**
- * Where signed links are served: a Pages Router API route (pages/api/dl/[token].ts), because
+ * Where signed links are served: a Pages Router API route (pages/api/dl/[[...token]].ts), because
  * App Router responses lose their Content-Length in Next.js 16 (send-response.js drops it).
  */
 export const DOWNLOAD_PATH = "/api/dl";
