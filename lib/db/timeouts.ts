@@ -13,6 +13,8 @@
  *
  * Their errors are answered 503 by lib/api/problem.ts (isDatabaseUnavailable).
  */
+import { processSingleton } from "../singleton";
+
 type Env = Record<string, string | undefined>;
 
 export type DatabaseTimeouts = {
@@ -26,21 +28,21 @@ export const DATABASE_TIMEOUT_DEFAULTS: DatabaseTimeouts = { connectMs: 5000, st
 /** How much later than statement_timeout the client stops waiting for an answer that never comes. */
 const CLIENT_DEADLINE_MARGIN_MS = 1000;
 
-const thisProcess = globalThis as unknown as { datasetAccessServesRequests?: boolean };
+const thisProcess = () => processSingleton("db:process-role", () => ({ servesRequests: false }));
 
 /**
  * Called by the app server (scripts/http-server.ts) before Next.js loads any route: from then on
- * the pool of this process gets the statement deadline. Kept on globalThis, as Next.js bundles its
- * own copy of this module.
+ * the pool of this process gets the statement deadline (a processSingleton: Next.js bundles its
+ * own copy of this module).
  */
 export function markRequestServer(env: Env = process.env): void {
   databaseTimeouts(env, true); // refuses a malformed value at start rather than at the first request
-  thisProcess.datasetAccessServesRequests = true;
+  thisProcess().servesRequests = true;
 }
 
 export function databaseTimeouts(
   env: Env = process.env,
-  servesRequests = thisProcess.datasetAccessServesRequests === true,
+  servesRequests = thisProcess().servesRequests,
 ): DatabaseTimeouts {
   return {
     connectMs: milliseconds(env, "DATABASE_CONNECT_TIMEOUT_MS", DATABASE_TIMEOUT_DEFAULTS.connectMs),
