@@ -10,8 +10,17 @@ const securityHeaders = [
 ];
 
 const nextConfig: NextConfig = {
-  // Keep the database driver as a plain Node dependency rather than bundling it.
-  serverExternalPackages: ["pg", "@prisma/adapter-pg"],
+  // Plain Node dependencies rather than bundled: the database driver, and the logger, metrics and
+  // S3 client, whose process-wide state (one registry, one client) the launcher shares.
+  serverExternalPackages: [
+    "pg",
+    "@prisma/adapter-pg",
+    "pino",
+    "prom-client",
+    "@aws-sdk/client-s3",
+    "@aws-sdk/lib-storage",
+    "@aws-sdk/s3-request-presigner",
+  ],
   poweredByHeader: false,
   async headers() {
     return [

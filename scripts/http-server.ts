@@ -1,3 +1,4 @@
+import { timingSafeEqual } from "node:crypto";
 import http from "node:http";
 import { parseArgs } from "node:util";
 import next from "next";
@@ -6,13 +7,18 @@ import { problemResponse } from "../lib/api/problem";
 import { requestIdFrom } from "../lib/api/request-id";
 import { API_PATH, methodNotAllowed, unroutableApiPath } from "../lib/api/responses";
 import { markRequestServer } from "../lib/db/timeouts";
+import { logger } from "../lib/log";
+import { metricsExposition } from "../lib/metrics";
+import { assignRequestId, recordRequestWhenDone } from "../lib/observability";
 
 /**
  * The app's HTTP server, run by the launcher (scripts/serve.ts) for `npm run dev` and `npm start`:
  * Next.js's request handler on a node:http server of our own, which is what `next dev`/`next start`
  * run too, plus what they cannot do: a request whose method Next.js cannot turn into a web Request
  * (TRACE: undici refuses it, and Next.js answered its bare HTML 500 and logged a stack) is answered
- * here, and so is an API path Next.js would not route as sent (see unroutableApiPath).
+ * here, and so is an API path Next.js would not route as sent (see unroutableApiPath). Every request
+ * gets its id here, one JSON log line and a duration observation (lib/observability.ts), and
+ * /api/metrics serves the Prometheus metrics behind METRICS_TOKEN.
  * Usage: `http-server.ts dev|start [-p PORT] [-H HOSTNAME]`.
  */
 const mode = process.argv[2];
@@ -34,7 +40,7 @@ try {
   // This process answers requests: its database statements get a deadline (lib/db/timeouts.ts).
   markRequestServer();
 } catch (error) {
-  console.error(`[dataset-access] error: ${(error as Error).message}`);
+  logger().fatal((error as Error).message);
   process.exit(1);
 }
 
@@ -44,14 +50,16 @@ await app.prepare();
 const handle = app.getRequestHandler();
 
 server.on("request", (req, res) => {
+  const requestId = assignRequestId(req);
+  recordRequestWhenDone(req, res, requestId);
   if (UNSUPPORTED_METHODS.has(req.method ?? "")) return void refuseMethod(req, res);
   const unroutable = unroutableApiPath(req.url ?? "/");
-  if (unroutable)
-    return void sendResponse(res, problemResponse(unroutable, requestIdFrom(req.headers["x-request-id"])));
+  if (unroutable) return void sendResponse(res, problemResponse(unroutable, requestId));
+  if (req.url?.split("?")[0] === METRICS_PATH) return void serveMetrics(req, res);
   void handle(req, res);
 });
 server.listen(port, hostname, () => {
-  console.log(`[dataset-access] Listening on http://${hostname ?? "localhost"}:${port} (${mode}).`);
+  logger().info({ port, hostname, mode }, `Listening on http://${hostname ?? "localhost"}:${port} (${mode}).`);
 });
 
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
@@ -59,6 +67,33 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
     server.close();
     void app.close().finally(() => process.exit(0));
   });
+}
+
+const METRICS_PATH = "/api/metrics";
+
+/**
+ * Prometheus metrics for the operator's scraper, with `Authorization: Bearer $METRICS_TOKEN`.
+ * Without METRICS_TOKEN the endpoint does not exist (404): metrics are never public by accident.
+ */
+async function serveMetrics(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  const token = process.env.METRICS_TOKEN;
+  if (!token) {
+    res.writeHead(404, { "Content-Type": "text/plain; charset=utf-8", "Cache-Control": "no-store" });
+    return void res.end("Not found.\n");
+  }
+  const given = Buffer.from(req.headers.authorization ?? "");
+  const expected = Buffer.from(`Bearer ${token}`);
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    res.writeHead(401, {
+      "Content-Type": "text/plain; charset=utf-8",
+      "Cache-Control": "no-store",
+      "WWW-Authenticate": 'Bearer realm="metrics"',
+    });
+    return void res.end("Send Authorization: Bearer <METRICS_TOKEN>.\n");
+  }
+  const { contentType, body } = await metricsExposition();
+  res.writeHead(200, { "Content-Type": contentType, "Cache-Control": "no-store" });
+  res.end(body);
 }
 
 /**

@@ -7,6 +7,7 @@ import { MAIL_NOT_CONFIGURED, mailDelivery } from "../lib/auth/mail";
 import { DATA_DIR, ensureDataDir } from "../lib/db/config";
 import { prepareDatabase } from "../lib/db/runtime";
 import { appSecret, MIN_SECRET_LENGTH } from "../lib/secrets";
+import { logger } from "../lib/log";
 import { configuredOrigin } from "../lib/site";
 import { seedDemo } from "./seed-demo";
 
@@ -22,9 +23,9 @@ if (mode !== "dev" && mode !== "start") {
   console.error("Usage: tsx scripts/serve.ts dev|start [-p PORT] [-H HOSTNAME]");
   process.exit(1);
 }
-const log = (message: string) => console.log(`[dataset-access] ${message}`);
+const log = (message: string) => logger().info(message);
 function fail(error: unknown): never {
-  console.error(`[dataset-access] error: ${(error as Error).message}`);
+  logger().fatal((error as Error).message);
   process.exit(1);
 }
 
@@ -55,15 +56,13 @@ log(
 // Sign-in links are built from NEXTAUTH_URL, never from the request's Host header, which a client can forge.
 process.env.NEXTAUTH_URL ??= configuredOrigin() || `http://localhost:${process.env.PORT ?? "3000"}`;
 if (mode === "start" && !configuredOrigin() && !process.env.APP_URL) {
-  console.warn(
-    `[dataset-access] warning: APP_URL is not set, so sign-in e-mails link to ${process.env.NEXTAUTH_URL}. Set APP_URL to this server's public URL.`,
+  logger().warn(
+    `APP_URL is not set, so sign-in e-mails link to ${process.env.NEXTAUTH_URL}. Set APP_URL to this server's public URL.`,
   );
 }
 logMailDelivery();
 if (process.env.CLOCK_START) {
-  console.warn(
-    `[dataset-access] warning: CLOCK_START=${process.env.CLOCK_START}: the Social API allowance runs on a test clock.`,
-  );
+  logger().warn(`CLOCK_START=${process.env.CLOCK_START}: the Social API allowance runs on a test clock.`);
 }
 
 // A product server should not phone home; set NEXT_TELEMETRY_DISABLED=0 to allow Next.js telemetry.
@@ -105,5 +104,5 @@ function logMailDelivery(): void {
   if (delivery.mode === "smtp") log(`Sign-in e-mails go out over SMTP from ${delivery.from}.`);
   else if (delivery.mode === "dev-mailbox")
     log(`No EMAIL_SERVER: sign-in links appear in this log and at ${process.env.NEXTAUTH_URL}/dev/mailbox.`);
-  else console.warn(`[dataset-access] warning: ${MAIL_NOT_CONFIGURED} Until then, sign-in is refused.`);
+  else logger().warn(`${MAIL_NOT_CONFIGURED} Until then, sign-in is refused.`);
 }

@@ -1,6 +1,7 @@
 import pg from "pg";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { problemResponse } from "./problem";
+import { logger } from "../log";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -24,16 +25,19 @@ describe("problemResponse for the database's deadlines (lib/db/timeouts.ts)", ()
     ["no free pool connection in time", new Error("timeout exceeded when trying to connect")],
     ["no connection in time", new Error("Connection terminated due to connection timeout")],
   ])("answers %s with 503 service_unavailable and Retry-After", async (_, error) => {
-    const log = vi.spyOn(console, "error").mockImplementation(() => {});
+    const log = vi.spyOn(logger(), "error").mockImplementation(() => {});
     const response = problemResponse(error, "req-1");
     expect(response.status).toBe(503);
     expect(response.headers.get("retry-after")).toBe("5");
     expect(await response.json()).toMatchObject({ code: "service_unavailable", request_id: "req-1" });
-    expect(log).toHaveBeenCalledWith(expect.stringMatching(/^\[req-1\] database unavailable: /));
+    expect(log).toHaveBeenCalledWith(
+      expect.objectContaining({ request_id: "req-1" }),
+      expect.stringMatching(/^database unavailable: /),
+    );
   });
 
   it("leaves other database errors a 500", () => {
-    vi.spyOn(console, "error").mockImplementation(() => {});
+    vi.spyOn(logger(), "error").mockImplementation(() => {});
     const unique = Object.assign(new pg.DatabaseError("duplicate key value", 0, "error"), { code: "23505" });
     expect(problemResponse(unique, "req-2").status).toBe(500);
   });

@@ -1,6 +1,7 @@
 import { AUTH_FAILURE_LIMIT, DATASETS_RATE_LIMIT, DOWNLOAD_LINK_TTL_SECONDS, ORDER_PAGE_SIZE } from "../contract";
 import { AppError, type ErrorCode } from "../errors";
 import { configuredOrigin } from "../site";
+import { errorFields, logger } from "../log";
 
 type ApiError = { status: number; title: string; /** for the API reference */ meaning: string };
 
@@ -150,7 +151,8 @@ function describe(
     if (known) return { code: error.code, status: known.status, title: known.title, detail: error.message };
   }
   if (isDatabaseUnavailable(error)) {
-    console.error(`[${requestId}] database unavailable: ${(error as Error).message}`);
+    const { error: cause } = errorFields(error);
+    logger().error({ request_id: requestId, error: cause }, `database unavailable: ${cause.message}`);
     return {
       code: "service_unavailable",
       status: 503,
@@ -159,7 +161,8 @@ function describe(
       retryAfterSeconds: DATABASE_RETRY_AFTER_SECONDS,
     };
   }
-  console.error(`[${requestId}] unexpected error`, error);
+  // Our own defect: the stack goes to the log (never to the client) so it can be fixed.
+  logger().error({ request_id: requestId, err: error }, "unexpected error");
   return {
     code: "internal_error",
     status: 500,

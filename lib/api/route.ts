@@ -6,6 +6,7 @@ import { authFailures } from "../ratelimit/auth-failures";
 import { DATASETS_POLICY, enforceRatePolicy, socialPolicy, type RatePolicy } from "../ratelimit/policies";
 import { socialAccessFor, type SocialAccessSettings } from "../social/access";
 import { readOnlyNodeRoute } from "./node";
+import { annotateRequest } from "../observability";
 import { problemResponse } from "./problem";
 
 export type ApiContext<Params> = {
@@ -35,6 +36,7 @@ export function apiRoute<Params extends Record<string, string> = Record<string, 
       const key = await authFailures().authenticate(clientIp(incoming), () =>
         authenticateApiKey(request.headers.get("authorization")),
       );
+      annotateRequest(incoming, { buyerId: key.buyerId });
       if (key.permission !== options.permission) {
         throw new AppError(
           "insufficient_permission",

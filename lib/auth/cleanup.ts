@@ -1,5 +1,6 @@
 import { db } from "../db/client";
 import { processSingleton } from "../singleton";
+import { errorFields, logger } from "../log";
 
 const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 const sweeps = () => processSingleton("auth:sweeps", () => ({ lastAt: -Infinity }));
@@ -24,6 +25,6 @@ export function sweepExpiredSignInRecords(): void {
   if (Date.now() - state.lastAt < SWEEP_INTERVAL_MS) return;
   state.lastAt = Date.now();
   deleteExpiredSignInRecords().catch((error: Error) =>
-    console.error(`Deleting expired sign-in links and sessions failed: ${error.message}`),
+    logger().error(errorFields(error), "deleting expired sign-in links and sessions failed"),
   );
 }

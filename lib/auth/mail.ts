@@ -1,5 +1,6 @@
 import nodemailer, { type Transporter } from "nodemailer";
 import { processSingleton } from "../singleton";
+import { errorFields, logger } from "../log";
 
 /**
  * How sign-in e-mails leave the app (../shared/CONTRACT.md, E-mail):
@@ -61,7 +62,7 @@ export async function deliverSignInMail(mail: SignInMail, delivery = mailDeliver
     messages.unshift({ ...mail, sentAt: new Date() });
     messages.length = Math.min(messages.length, DEV_MAILBOX_SIZE);
     // Development only: production never logs a sign-in link.
-    console.info(`[dev mailbox] sign-in link for ${mail.to}: ${mail.url}`);
+    logger().info(`[dev mailbox] sign-in link for ${mail.to}: ${mail.url}`);
     return;
   }
   const result = await transport().sendMail({
@@ -105,8 +106,9 @@ const queue = () => processSingleton("mail:queue", () => ({ waiting: [] as SignI
 export function sendSignInMailLater(mail: SignInMail): void {
   const { waiting } = queue();
   if (waiting.length >= MAX_WAITING_MAILS) {
-    console.error(
-      `Sign-in e-mail to ${mail.to} dropped: ${MAX_WAITING_MAILS} are already waiting for the mail server.`,
+    logger().error(
+      { to: mail.to },
+      `sign-in e-mail dropped: ${MAX_WAITING_MAILS} are already waiting for the mail server`,
     );
     return;
   }
@@ -120,7 +122,12 @@ function sendWaitingMails(): void {
     const mail = state.waiting.shift()!;
     state.sending++;
     deliverSignInMail(mail)
-      .catch((error: Error) => console.error(`Sign-in e-mail to ${mail.to} not sent: ${error.message}`))
+      .catch((error: Error) =>
+        logger().error(
+          { to: mail.to, ...errorFields(error) },
+          `Sign-in e-mail to ${mail.to} not sent: ${error.message}`,
+        ),
+      )
       .finally(() => {
         state.sending--;
         sendWaitingMails();

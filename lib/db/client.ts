@@ -4,6 +4,8 @@ import pg from "pg";
 import { dropProcessSingleton, processSingleton } from "../singleton";
 import { PrismaClient } from "./generated/client";
 import { databaseTimeouts, isQueryReadTimeout, poolTimeoutOptions } from "./timeouts";
+import { errorFields, logger } from "../log";
+import { reportPoolStats } from "../metrics";
 
 export { Prisma } from "./generated/client";
 export type * from "./generated/client";
@@ -23,7 +25,8 @@ function pool(): pg.Pool {
       ...poolTimeoutOptions(databaseTimeouts()),
     });
     // A dropped idle connection must not crash the process; the next query opens a new one.
-    created.on("error", (error) => console.error(`database pool: ${error.message}`));
+    created.on("error", (error) => logger().error(errorFields(error), `database pool: ${error.message}`));
+    reportPoolStats(() => ({ total: created.totalCount, idle: created.idleCount, waiting: created.waitingCount }));
     return created;
   });
 }

@@ -3,6 +3,7 @@ import { db, sqlQuery } from "../db/client";
 import { AppError } from "../errors";
 import { hashSecret, isWellFormedSecret } from "./secret";
 import type { ApiKeyPermission } from "./permissions";
+import { errorFields, logger } from "../log";
 
 type KeyRow = {
   id: string;
@@ -75,5 +76,5 @@ async function recordUse(keyId: string, now: Date): Promise<void> {
       where: { id: keyId, OR: [{ lastUsedAt: null }, { lastUsedAt: { lt: staleBefore } }] },
       data: { lastUsedAt: now },
     })
-    .catch((error: Error) => console.warn(`last_used_at not recorded for ${keyId}: ${error.message}`));
+    .catch((error: Error) => logger().warn({ key_id: keyId, ...errorFields(error) }, "last_used_at not recorded"));
 }

@@ -15,6 +15,8 @@
  */
 import { Ratelimit } from "@upstash/ratelimit";
 import { memoryRedis, remoteBackend, type Env, type RatelimitRedis } from "./backends";
+import { logger } from "../log";
+import { countRateLimitFallback } from "../metrics";
 
 export { rateLimitHeaders } from "./headers";
 
@@ -56,14 +58,15 @@ export function createRateLimiter(options: RateLimitOptions, { env = process.env
     try {
       remote ??= slidingWindow(connect(), options);
       const result = await withDeadline(remote.limit(identifier), REMOTE_DEADLINE_MS);
-      if (failing) console.info(`Rate limiter: ${label} answers again; limits are shared again.`);
+      if (failing) logger().info(`Rate limiter: ${label} answers again; limits are shared again.`);
       failing = false;
       return toDecision(result);
     } catch (error) {
       failing = true;
+      countRateLimitFallback(backend!.kind);
       if (Date.now() - lastWarningAt >= WARNING_INTERVAL_MS) {
         lastWarningAt = Date.now();
-        console.warn(
+        logger().warn(
           `Rate limiter: ${label} unavailable (${(error as Error).message}); limiting per instance until it answers.`,
         );
       }

@@ -1,5 +1,6 @@
 import { DATASETS_RATE_LIMIT } from "../contract";
 import { AppError } from "../errors";
+import { countRateLimitDecision } from "../metrics";
 import { processSingleton } from "../singleton";
 import { rateLimitHeaders } from "./headers";
 import { createRateLimiter, type RateLimiter } from "./index";
@@ -55,6 +56,7 @@ export function socialPolicy(ratePerMinute: number): RatePolicy {
 export async function enforceRatePolicy(policy: RatePolicy, buyerId: string): Promise<Record<string, string>> {
   if (policy.exempt?.(buyerId)) return {};
   const decision = await policy.limiter().check(buyerId);
+  countRateLimitDecision(policy.name, decision.allowed);
   const headers = rateLimitHeaders(decision, policy.windowSeconds, policy.name);
   if (!decision.allowed) {
     throw new AppError(

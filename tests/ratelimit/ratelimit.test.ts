@@ -4,6 +4,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi, t
 import { createRateLimiter, rateLimitHeaders, type RateLimitDecision, type RateLimiter } from "@/lib/ratelimit";
 import { remoteBackend } from "@/lib/ratelimit/backends";
 import { LIMIT, freezeTime, limiterFor, slidingWindowBehaviour } from "./helpers";
+import type { Logger } from "pino";
+import { logger } from "@/lib/log";
 
 describe("in-process store (no Redis configured)", () => {
   slidingWindowBehaviour(() => ({}));
@@ -81,9 +83,9 @@ async function timedCheck(limiter: RateLimiter, identifier: string) {
 }
 
 describe("shared store unreachable: the in-process fallback enforces the limit", () => {
-  let warn: MockInstance<typeof console.warn>;
+  let warn: MockInstance<Logger["warn"]>;
   beforeEach(() => {
-    warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    warn = vi.spyOn(logger(), "warn").mockImplementation(() => {});
     freezeTime(10_000);
   });
   afterEach(() => {

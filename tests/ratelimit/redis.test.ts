@@ -3,6 +3,8 @@ import { performance } from "node:perf_hooks";
 import IORedis from "ioredis";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
 import { LIMIT, countAllowed, freezeTime, limiterFor, slidingWindowBehaviour, uniquePrefix } from "./helpers";
+import type { Logger } from "pino";
+import { logger } from "@/lib/log";
 
 const redisUrl = process.env.REDIS_URL;
 
@@ -11,7 +13,7 @@ const redisUrl = process.env.REDIS_URL;
 describe.skipIf(!redisUrl)("plain Redis (REDIS_URL)", () => {
   const env = { REDIS_URL: redisUrl };
   let admin: IORedis;
-  let warn: MockInstance<typeof console.warn>;
+  let warn: MockInstance<Logger["warn"]>;
   let unreachable: Error | undefined;
 
   beforeAll(async () => {
@@ -33,7 +35,7 @@ describe.skipIf(!redisUrl)("plain Redis (REDIS_URL)", () => {
   beforeEach(() => {
     // Thrown here, every test fails (a failing beforeAll would only report them as skipped).
     if (unreachable) throw new Error(`REDIS_URL is set but Redis is unreachable (${unreachable.message}).`);
-    warn = vi.spyOn(console, "warn");
+    warn = vi.spyOn(logger(), "warn");
   });
   afterEach(() => {
     if (!unreachable) expect(warn).not.toHaveBeenCalled();
@@ -67,7 +69,7 @@ describe.skipIf(!redisUrl)("plain Redis (REDIS_URL)", () => {
 
   it("during an outage limits per instance, and goes back to Redis as soon as it answers", async () => {
     const proxy = await cuttableProxy(new URL(redisUrl!));
-    const info = vi.spyOn(console, "info").mockImplementation(() => {});
+    const info = vi.spyOn(logger(), "info").mockImplementation(() => {});
     try {
       freezeTime(10_000);
       const prefix = uniquePrefix();

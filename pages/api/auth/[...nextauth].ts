@@ -5,6 +5,7 @@ import { MAIL_NOT_CONFIGURED, mailDelivery } from "@/lib/auth/mail";
 import { AUTH_PAGES, authOptions } from "@/lib/auth/options";
 import { clientIp, withSignInLimits } from "@/lib/auth/signin-limits";
 import { authBaseUrl } from "@/lib/site";
+import { logger } from "@/lib/log";
 
 /**
  * next-auth. A server without SMTP in production refuses the one request that sends e-mail
@@ -17,7 +18,7 @@ export default async function auth(req: NextApiRequest, res: NextApiResponse) {
   // next-auth reads only the first two segments: signin/email/anything is the same action.
   const [action, provider] = ([] as string[]).concat(req.query.nextauth ?? []);
   if (req.method === "POST" && action === "signin" && provider === "email" && mailDelivery().mode === "unconfigured") {
-    console.error(`Sign-in refused: ${MAIL_NOT_CONFIGURED}`);
+    logger().error(`Sign-in refused: ${MAIL_NOT_CONFIGURED}`);
     const url = `${authBaseUrl()}${AUTH_PAGES.signIn}?error=EmailNotConfigured`;
     // JSON for next-auth's client, a redirect for a plain form.
     if (req.body?.json === "true") return res.status(503).json({ url });

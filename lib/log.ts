@@ -1,0 +1,50 @@
+import pino, { type Logger } from "pino";
+import { processSingleton } from "./singleton";
+
+/**
+ * The app's structured log: one JSON object per line on stdout (pino), with `level`, `time`
+ * (ISO 8601) and `msg`. LOG_LEVEL sets the threshold (default info). Secrets never reach it:
+ * nothing logs keys, tokens, signed URLs or sign-in links, and the redaction below is a second
+ * line of defence should a header or a credential field ever be passed by mistake.
+ */
+export function logger(): Logger {
+  return processSingleton("log", () =>
+    pino({
+      level: process.env.LOG_LEVEL || "info",
+      base: { pid: process.pid },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+      redact: {
+        paths: [
+          "authorization",
+          "*.authorization",
+          "headers.cookie",
+          "*.headers.cookie",
+          "secret",
+          "*.secret",
+          "token",
+          "*.token",
+          "password",
+          "*.password",
+        ],
+        censor: "[redacted]",
+      },
+    }),
+  );
+}
+
+/** An error for the log: its name, code and message, never a stack (no internals in logs read by operators). */
+export function errorFields(error: unknown): { error: { name?: string; code?: string; message: string } } {
+  const { name, code, message } = (error ?? {}) as { name?: string; code?: unknown; message?: unknown };
+  return {
+    error: {
+      name,
+      code: typeof code === "string" ? code : undefined,
+      // Prisma's messages span lines with the query's shape; the first line says what failed.
+      message:
+        String(message ?? error)
+          .split("\n")
+          .find((line) => line.trim()) ?? "",
+    },
+  };
+}
