@@ -32,7 +32,12 @@ export type ErrorCode =
   | "key_not_found"
   | "invalid_argument"
   | "source_file_unreadable"
-  | "duplicate_file_name";
+  | "duplicate_file_name"
+  | "storage_not_configured"
+  | "source_object_not_found"
+  | "source_object_denied"
+  | "storage_unavailable"
+  | "upload_interrupted";
 
 export class AppError extends Error {
   constructor(

@@ -7,7 +7,8 @@ import { disconnectDb } from "../lib/db/client";
 import { prepareDatabase } from "../lib/db/runtime";
 import { AppError } from "../lib/errors";
 import { apiKeyExpiryDaysSchema, apiKeyPermissionSchema, createApiKey, revokeApiKey } from "../lib/keys";
-import { addOrderFile, createOrder, setOrderStatus } from "../lib/orders/admin";
+import { addOrderFile, createOrder, registerStoredObject, setOrderStatus } from "../lib/orders/admin";
+import { migrateLocalFilesToS3, type MigrationProgress } from "../lib/storage/migrate";
 import { orderStatusSchema } from "../lib/orders/status";
 import {
   disableSocialAccess,
@@ -54,20 +55,79 @@ const commands: Record<string, Command> = {
   ),
 
   "order:add-file": command(
-    "--order ID --path FILE [--name NAME] [--content-type T]",
-    z.object({ order: text, path: text, name: text.optional(), "content-type": text.optional() }),
+    "--order ID (--path FILE | --from s3://BUCKET/KEY) [--name NAME] [--content-type T]",
+    z
+      .object({
+        order: text,
+        path: text.optional(),
+        from: text.optional(),
+        name: text.optional(),
+        "content-type": text.optional(),
+      })
+      .refine((options) => (options.path === undefined) !== (options.from === undefined), {
+        message: "give exactly one of --path FILE or --from s3://BUCKET/KEY",
+        path: ["path"],
+      }),
     async (options) => {
-      await assertReadableFile(options.path);
-      const file = await addOrderFile({
-        orderId: options.order,
-        source: createReadStream(options.path),
-        name: options.name ?? path.basename(options.path),
-        contentType: options["content-type"],
-      });
+      let file;
+      if (options.from !== undefined) {
+        file = await registerStoredObject({
+          orderId: options.order,
+          location: options.from,
+          name: options.name,
+          contentType: options["content-type"],
+        });
+      } else {
+        const filePath = options.path!;
+        await assertReadableFile(filePath);
+        file = await addOrderFile({
+          orderId: options.order,
+          source: createReadStream(filePath),
+          name: options.name ?? path.basename(filePath),
+          contentType: options["content-type"],
+          signal: interruption.signal,
+        });
+      }
       return {
         json: { id: file.id, name: file.name, size: file.size, sha256: file.sha256, content_type: file.contentType },
         text: `Added file ${file.id} "${file.name}" (${file.size} bytes, ${file.contentType}, sha256 ${file.sha256})`,
       };
+    },
+  ),
+
+  "storage:migrate": command(
+    "--to s3 [--dry-run] [--keep-local]",
+    z.object({
+      to: z.literal("s3"),
+      "dry-run": z.boolean().optional(),
+      "keep-local": z.boolean().optional(),
+    }),
+    async (options) => {
+      const progress = process.stderr.isTTY ? progressLine() : undefined;
+      const report = await migrateLocalFilesToS3({
+        dryRun: options["dry-run"],
+        keepLocal: options["keep-local"],
+        signal: interruption.signal,
+        onProgress: progress?.update,
+      });
+      progress?.end();
+      const planned = report.planned.map((file) => `  ${file.id}: ${file.from} -> ${file.to} (${file.size} bytes)`);
+      const failed = report.failed.map((file) => `  ${file.id}: ${file.reason}`);
+      const output = {
+        json: {
+          dry_run: report.dryRun,
+          total: report.total,
+          migrated: report.migrated,
+          bytes: report.bytes,
+          failed: report.failed,
+          ...(report.dryRun ? { planned: report.planned } : {}),
+        },
+        text: report.dryRun
+          ? `Would copy ${report.total} local files to S3:${planned.length ? `\n${planned.join("\n")}` : ""}`
+          : `Copied and verified ${report.migrated} of ${report.total} local files (${report.bytes} bytes); ${report.failed.length} failed${failed.length ? `:\n${failed.join("\n")}` : ""}`,
+      };
+      if (report.failed.length > 0) throw new PartialFailure(output);
+      return output;
     },
   ),
 
@@ -181,6 +241,27 @@ function command<S extends z.ZodObject>(
   return { usage, options, run: run as (options: never) => Promise<Output> };
 }
 
+/** Aborted when the operator interrupts the command (SIGINT, SIGTERM). */
+const interruption = new AbortController();
+/** The shell's code for a command ended by Ctrl+C. */
+const INTERRUPTED_EXIT_CODE = 130;
+
+/** A boolean option (`--dry-run`) rather than one that takes a value. */
+function isFlag(schema: z.ZodType | undefined): boolean {
+  const inner = schema instanceof z.ZodOptional ? schema.unwrap() : schema;
+  return inner instanceof z.ZodBoolean;
+}
+
+/** A progress line on a terminal, rewritten in place. */
+function progressLine() {
+  const gb = (bytes: number) => `${(bytes / 1e9).toFixed(2)} GB`;
+  return {
+    update: ({ done, total, bytesDone, bytesTotal }: MigrationProgress) =>
+      process.stderr.write(`\r${done}/${total} files, ${gb(bytesDone)} of ${gb(bytesTotal)}   `),
+    end: () => process.stderr.write("\n"),
+  };
+}
+
 /** Some work succeeded, some input was refused: report both and exit non-zero. */
 class PartialFailure extends Error {
   constructor(readonly output: Output) {
@@ -191,7 +272,9 @@ class PartialFailure extends Error {
 async function assertReadableFile(filePath: string): Promise<void> {
   const stat = await fs.stat(filePath).catch(() => null);
   if (!stat) throw new AppError("source_file_unreadable", `No file at ${filePath}.`);
-  if (!stat.isFile()) throw new AppError("source_file_unreadable", `${filePath} is not a regular file.`);
+  // A named pipe is fine too (e.g. `--path <(curl ...)`): it is read as a stream like any file.
+  if (!stat.isFile() && !stat.isFIFO())
+    throw new AppError("source_file_unreadable", `${filePath} is not a regular file.`);
   await fs.access(filePath, fs.constants.R_OK).catch(() => {
     throw new AppError("source_file_unreadable", `${filePath} cannot be read (permissions).`);
   });
@@ -223,7 +306,10 @@ async function main(argv: string[]): Promise<number> {
     raw = parseArgs({
       args: rest,
       options: Object.fromEntries([
-        ...optionNames.map((option) => [option, { type: "string" }]),
+        ...optionNames.map((option) => [
+          option,
+          { type: isFlag(definition.options.shape[option]) ? "boolean" : "string" },
+        ]),
         ["json", { type: "boolean" }],
       ]),
       strict: true,
@@ -237,11 +323,15 @@ async function main(argv: string[]): Promise<number> {
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => {
       const option = `--${issue.path.join(".")}`;
-      return raw[String(issue.path[0])] === undefined ? `${option} is required` : `${option}: ${issue.message}`;
+      return issue.code !== "custom" && raw[String(issue.path[0])] === undefined
+        ? `${option} is required`
+        : `${option}: ${issue.message}`;
     });
     return fail("invalid_argument", `${problems.join("; ")}.\nUsage: npm run admin -- ${name} ${definition.usage}`);
   }
 
+  // Ctrl+C or a stop signal interrupts a transfer cleanly (an upload is aborted, nothing is recorded).
+  for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => interruption.abort());
   let database: Awaited<ReturnType<typeof prepareDatabase>> | undefined;
   try {
     database = await prepareDatabase();
@@ -254,7 +344,10 @@ async function main(argv: string[]): Promise<number> {
       console.error(`error: ${error.message}`);
       return 1;
     }
-    if (error instanceof AppError) return fail(error.code, error.message);
+    if (error instanceof AppError) {
+      const code = fail(error.code, error.message);
+      return error.code === "upload_interrupted" ? INTERRUPTED_EXIT_CODE : code;
+    }
     return fail("internal_error", `Unexpected failure: ${(error as Error).message}`);
   } finally {
     await disconnectDb();

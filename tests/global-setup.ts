@@ -1,10 +1,13 @@
 import type { TestProject } from "vitest/node";
 import { buildProductionServer, openTestDatabaseServer } from "./helpers/database-server";
+import { startTestS3 } from "./helpers/s3";
 
 declare module "vitest" {
   export interface ProvidedContext {
     /** A PostgreSQL server on which tests create their own databases. */
     databaseServerUrl: string;
+    /** With STORAGE_DRIVER=s3 and no S3_ENDPOINT: the settings of the tests' own S3-compatible store. */
+    storageEnv: Record<string, string>;
   }
 }
 
@@ -12,5 +15,11 @@ export default async function setup(project: TestProject) {
   buildProductionServer();
   const server = await openTestDatabaseServer();
   project.provide("databaseServerUrl", server.url);
-  return () => server.stop();
+  // STORAGE_DRIVER=s3 runs the tests against object storage: the given S3_* settings, else a store of their own.
+  const s3 = process.env.STORAGE_DRIVER === "s3" && !process.env.S3_ENDPOINT ? await startTestS3() : undefined;
+  project.provide("storageEnv", s3?.env ?? {});
+  return async () => {
+    await server.stop();
+    await s3?.stop();
+  };
 }

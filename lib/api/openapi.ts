@@ -96,7 +96,11 @@ export function buildOpenApiDocument(serverUrl: string) {
     description:
       `Answers 302 to a signed URL valid for ${DOWNLOAD_LINK_TTL_SECONDS / 60} minutes that needs no Authorization header (follow redirects, e.g. \`curl -L\`). ` +
       "The signed URL serves the bytes with Content-Length, ETag (the sha256) and Range support, and refuses " +
-      "tampered (403) or expired (410) links and orders no longer delivered (409).",
+      "tampered (403) or expired (410) links and orders no longer delivered (409). " +
+      "Where the server stores files in S3-compatible object storage, the redirect goes straight to a presigned URL of " +
+      "the store (same lifetime, same Content-Disposition and type; Range and ETag are the store's, and the ETag is " +
+      "then the store's, not the sha256). That URL is signed for GET only: HEAD works on the server's own links " +
+      "(local storage), not on a presigned URL.",
     request: { params: filePathSchema },
     responses: responses(
       { 302: { description: "Redirect to the signed download URL (Location header).", headers: RATE_LIMIT_HEADERS } },

@@ -16,7 +16,7 @@ export async function browserDownload(
   const origin = publicOrigin(request);
   try {
     const file = await getDownloadableFile(target.buyerId, target.orderId, target.fileId);
-    return noStoreRedirect(downloadUrl(file.id, origin));
+    return noStoreRedirect(await downloadUrl(file, origin));
   } catch (error) {
     if (!(error instanceof AppError)) throw error;
     if (error.code === "order_not_delivered") return noStoreRedirect(`${origin}${target.orderPage}?refused`, 303);

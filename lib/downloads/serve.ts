@@ -4,8 +4,13 @@ import { problemResponse } from "../api/problem";
 import { DOWNLOAD_LINK_TTL_SECONDS } from "../contract";
 import { db } from "../db/client";
 import { AppError } from "../errors";
+import { isTypedId } from "../ids";
 import { notDelivered } from "../orders/queries";
-import { fileStorage } from "../storage";
+import { noStoreRedirect } from "../api/responses";
+import { countDownloadRedirect } from "../metrics";
+import { driverOf, localStorage } from "../storage";
+import { LOCAL_READ_CHUNK_BYTES } from "../storage/local";
+import { presignedGetUrl } from "../storage/s3";
 import { contentDisposition, ifRangeAllows, notModified, parseRange, type RangeResult } from "./http";
 import { signDownloadToken, verifyDownloadToken } from "./token";
 
@@ -15,10 +20,25 @@ import { signDownloadToken, verifyDownloadToken } from "./token";
  */
 export const DOWNLOAD_PATH = "/api/dl";
 
-/** A signed link to one file, valid for DOWNLOAD_LINK_TTL_SECONDS and usable without an API key. */
-export function downloadUrl(fileId: string, origin: string, now = new Date()): string {
+export type DownloadTarget = { id: string; name: string; contentType: string; storageKey: string };
+
+/**
+ * A link to one file's bytes, valid for DOWNLOAD_LINK_TTL_SECONDS and usable without an API key:
+ * for a file in object storage a presigned GET of the store (the bytes never pass through this
+ * server), for a local file a link signed with AUTH_SECRET and served by serveDownload.
+ */
+export async function downloadUrl(file: DownloadTarget, origin: string, now = new Date()): Promise<string> {
+  const driver = driverOf(file.storageKey);
+  countDownloadRedirect(driver);
+  if (driver === "s3") {
+    return presignedGetUrl(
+      file.storageKey,
+      { contentDisposition: contentDisposition(file.name), contentType: file.contentType },
+      DOWNLOAD_LINK_TTL_SECONDS,
+    );
+  }
   const expiresAt = new Date(now.getTime() + DOWNLOAD_LINK_TTL_SECONDS * 1000);
-  return `${origin.replace(/\/+$/, "")}${DOWNLOAD_PATH}/${signDownloadToken({ fileId, expiresAt })}`;
+  return `${origin.replace(/\/+$/, "")}${DOWNLOAD_PATH}/${signDownloadToken({ fileId: file.id, expiresAt })}`;
 }
 
 /**
@@ -43,9 +63,12 @@ export async function serveDownload(
 
 async function respond(request: Request, token: string, now: Date, requestId: string): Promise<Response> {
   const { fileId } = verifyDownloadToken(token, now);
+  // Only this server signs tokens, but a malformed id must never reach PostgreSQL (a NUL byte is an error there).
+  if (!isTypedId("fil", fileId)) throw new AppError("file_not_found", "This file no longer exists.");
   const file = await db().orderFile.findUnique({
     where: { id: fileId },
     select: {
+      id: true,
       name: true,
       size: true,
       contentType: true,
@@ -57,7 +80,9 @@ async function respond(request: Request, token: string, now: Date, requestId: st
   });
   if (!file) throw new AppError("file_not_found", `File ${fileId} no longer exists.`);
   if (file.order.status !== "delivered") throw notDelivered(file.order.id, file.order.status);
-  const size = await fileStorage().size(file.storageKey);
+  // Moved to object storage since this link was made (storage:migrate): the store serves it.
+  if (driverOf(file.storageKey) === "s3") return noStoreRedirect(await downloadUrl(file, "", now));
+  const size = await localStorage().size(file.storageKey);
   // Serving bytes that differ from the recorded file would break its ETag and checksum promise.
   if (size !== Number(file.size)) {
     throw new Error(`Stored object ${file.storageKey} has ${size} bytes; the database records ${file.size}.`);
@@ -112,12 +137,12 @@ function streamFile(
   range: { start: number; end: number } | undefined,
   signal: AbortSignal,
 ): ReadableStream<Uint8Array> {
-  const source = fileStorage().read(key, range);
+  const source = localStorage().read(key, range);
   const abort = () => source.destroy();
   if (signal.aborted) abort();
   signal.addEventListener("abort", abort, { once: true });
   source.once("close", () => signal.removeEventListener("abort", abort));
   return Readable.toWeb(source, {
-    strategy: new ByteLengthQueuingStrategy({ highWaterMark: 64 * 1024 }),
+    strategy: new ByteLengthQueuingStrategy({ highWaterMark: LOCAL_READ_CHUNK_BYTES }),
   }) as ReadableStream<Uint8Array>;
 }

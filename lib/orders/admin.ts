@@ -3,7 +3,8 @@ import mime from "mime-types";
 import { db, Prisma } from "../db/client";
 import { AppError } from "../errors";
 import { isTypedId } from "../ids";
-import { fileStorage } from "../storage";
+import { fileStorage, hashStream, type StoredObject } from "../storage";
+import { parseS3Location, readS3Object, storageError } from "../storage/s3";
 import type { OrderStatus } from "./status";
 
 /** What operators do with orders (the CLI, the demo seed): create them, add files, move their status. */
@@ -42,46 +43,110 @@ export async function setOrderStatus(orderId: string, status: OrderStatus, now =
   return updated;
 }
 
+export type AddedFile = { id: string; name: string; size: number; sha256: string; contentType: string };
+
 /**
- * Adds a file to an order: streams `source` into storage while hashing it, then records it.
- * If recording fails (e.g. a file of that name exists), the stored bytes are removed again.
+ * Adds a file to an order: streams `source` into the configured storage (STORAGE_DIR, or S3 with
+ * a multipart upload) while hashing it, then records it. An aborted `signal` (the CLI on Ctrl+C)
+ * or any failure leaves nothing: no row, no object. If recording fails (e.g. a file of that name
+ * was added meanwhile), the stored bytes are removed again.
  */
 export async function addOrderFile(input: {
   orderId: string;
   source: Readable;
   name: string;
   contentType?: string;
-}): Promise<{ id: string; name: string; size: number; sha256: string; contentType: string }> {
-  await findOrderForOperator(input.orderId);
-  const name = input.name.trim();
-  if (!name || name.includes("/") || name.includes("\\")) {
-    throw new AppError("invalid_argument", `"${input.name}" is not a valid file name.`);
+  signal?: AbortSignal;
+}): Promise<AddedFile> {
+  const file = await checkNewFile(input.orderId, input.name, input.contentType);
+  const stored = await fileStorage().put(input.source, input.orderId, {
+    contentType: file.contentType,
+    signal: input.signal,
+  });
+  try {
+    return await recordFile(input.orderId, file, stored);
+  } catch (error) {
+    await fileStorage().delete(stored.key);
+    throw error;
   }
-  const contentType = input.contentType ?? (mime.lookup(name) || "application/octet-stream");
+}
+
+/**
+ * Registers an object already in S3-compatible storage (`s3://bucket/key`) as a file of an order,
+ * without copying it: it is read once for its SHA-256 and size. A missing object, a missing bucket
+ * or denied access is an error naming the object, and nothing is recorded. The object is the
+ * seller's: it is never deleted by this app.
+ */
+export async function registerStoredObject(input: {
+  orderId: string;
+  location: string;
+  name?: string;
+  contentType?: string;
+}): Promise<AddedFile> {
+  const { key } = parseS3Location(input.location);
+  const file = await checkNewFile(input.orderId, input.name ?? key.split("/").pop() ?? "", input.contentType);
+  const object = await readS3Object(input.location);
+  const stored = await hashStream(object.body).catch((error: unknown) => {
+    throw storageError(error, input.location);
+  });
+  // Unless told otherwise, the type the object was stored with, when it says more than "bytes".
+  if (!input.contentType && object.contentType && object.contentType !== "application/octet-stream") {
+    file.contentType = checkedContentType(object.contentType.split(";")[0]!.trim());
+  }
+  return recordFile(input.orderId, file, { key: input.location, ...stored });
+}
+
+/** The file's name and type, checked before any byte is moved (a 100 GB upload must not fail at the end). */
+async function checkNewFile(orderId: string, rawName: string, rawContentType: string | undefined) {
+  await findOrderForOperator(orderId);
+  const name = rawName.trim();
+  if (!name || name.includes("/") || name.includes("\\")) {
+    throw new AppError("invalid_argument", `"${rawName}" is not a valid file name.`);
+  }
+  const contentType = checkedContentType(rawContentType ?? contentTypeOf(name));
+  if (await db().orderFile.count({ where: { orderId, name } })) throw duplicateName(orderId, name);
+  return { name, contentType };
+}
+
+function checkedContentType(contentType: string): string {
   if (!/^[\w.+-]+\/[\w.+-]+$/.test(contentType)) {
     throw new AppError("invalid_argument", `"${contentType}" is not a valid content type (e.g. text/csv).`);
   }
-  const stored = await fileStorage().put(input.source, input.orderId);
+  return contentType;
+}
+
+/** The content type a file's name suggests. */
+export function contentTypeOf(name: string): string {
+  return mime.lookup(name) || "application/octet-stream";
+}
+
+async function recordFile(
+  orderId: string,
+  file: { name: string; contentType: string },
+  stored: StoredObject,
+): Promise<AddedFile> {
   try {
-    const file = await db().orderFile.create({
+    const row = await db().orderFile.create({
       data: {
-        orderId: input.orderId,
-        name,
+        orderId,
+        name: file.name,
         size: BigInt(stored.size),
-        contentType,
+        contentType: file.contentType,
         sha256: stored.sha256,
         storageKey: stored.key,
       },
       select: { id: true },
     });
-    return { id: file.id, name, size: stored.size, sha256: stored.sha256, contentType };
+    return { id: row.id, ...file, size: stored.size, sha256: stored.sha256 };
   } catch (error) {
-    await fileStorage().delete(stored.key);
-    if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === "P2002") {
-      throw new AppError("duplicate_file_name", `Order ${input.orderId} already has a file named "${name}".`);
-    }
+    if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === "P2002")
+      throw duplicateName(orderId, file.name);
     throw error;
   }
+}
+
+function duplicateName(orderId: string, name: string): AppError {
+  return new AppError("duplicate_file_name", `Order ${orderId} already has a file named "${name}".`);
 }
 
 async function findOrderForOperator(orderId: string) {

@@ -96,7 +96,10 @@ export async function getDownloadableFile(buyerId: string, orderId: string, file
     select: {
       id: true,
       status: true,
-      files: { where: { id: isTypedId("fil", fileId) ? fileId : "" }, select: { id: true } },
+      files: {
+        where: { id: isTypedId("fil", fileId) ? fileId : "" },
+        select: { id: true, name: true, contentType: true, storageKey: true },
+      },
     },
   });
   if (!order) throw orderNotFound(orderId);

@@ -1,26 +1,96 @@
+import { createHash } from "node:crypto";
 import path from "node:path";
-import type { Readable } from "node:stream";
+import { Transform, type Readable } from "node:stream";
 import { DATA_DIR } from "../db/config";
+import { AppError } from "../errors";
+import { processSingleton } from "../singleton";
 import { LocalDirectoryStorage } from "./local";
+import { isS3Location, S3Storage } from "./s3";
 
+/** A stored object: its location (a key under STORAGE_DIR, or s3://bucket/key), size and SHA-256. */
 export type StoredObject = { key: string; size: number; sha256: string };
 
-/** Where delivered files' bytes live. Keys are opaque to callers. */
+export type PutOptions = { contentType?: string; signal?: AbortSignal };
+
+export type StorageDriver = "local" | "s3";
+
+/** Where new files' bytes go (STORAGE_DRIVER). Where an existing file's bytes are is its own location. */
 export interface FileStorage {
+  readonly driver: StorageDriver;
   /** Streams `source` into a new object, hashing it on the way; never buffers the whole file. */
-  put(source: Readable, keyHint: string): Promise<StoredObject>;
-  /** A stream of bytes `start`..`end` (inclusive) of the object, or the whole object. */
-  read(key: string, range?: { start: number; end: number }): Readable;
-  size(key: string): Promise<number>;
-  delete(key: string): Promise<void>;
+  put(source: Readable, keyHint: string, options?: PutOptions): Promise<StoredObject>;
+  delete(location: string): Promise<void>;
 }
 
-let storage: FileStorage | undefined;
+export function storageDriver(env: Record<string, string | undefined> = process.env): StorageDriver {
+  const driver = env.STORAGE_DRIVER || "local";
+  if (driver !== "local" && driver !== "s3") {
+    throw new AppError("storage_not_configured", `STORAGE_DRIVER must be local or s3, not "${driver}".`);
+  }
+  return driver;
+}
 
-/** The configured storage: a local directory (`STORAGE_DIR`, default `.data/files`). */
+/** The configured storage for new files: a local directory (default) or an S3 bucket. */
 export function fileStorage(): FileStorage {
-  storage ??= new LocalDirectoryStorage(
-    path.resolve(/* turbopackIgnore: true */ process.env.STORAGE_DIR ?? path.join(DATA_DIR, "files")),
+  return processSingleton("storage:upload", () => (storageDriver() === "s3" ? new S3Storage() : localStorage()));
+}
+
+/** The local directory (`STORAGE_DIR`, default `.data/files`), which serves every file stored locally. */
+export function localStorage(): LocalDirectoryStorage {
+  return processSingleton(
+    "storage:local",
+    () =>
+      new LocalDirectoryStorage(
+        path.resolve(/* turbopackIgnore: true */ process.env.STORAGE_DIR ?? path.join(DATA_DIR, "files")),
+      ),
   );
-  return storage;
+}
+
+/** Which driver holds the bytes at `location`. */
+export function driverOf(location: string): StorageDriver {
+  return isS3Location(location) ? "s3" : "local";
+}
+
+/** SHA-256 and size of a stream, read once. */
+export async function hashStream(source: Readable): Promise<{ size: number; sha256: string }> {
+  const hash = createHash("sha256");
+  let size = 0;
+  for await (const chunk of source) {
+    hash.update(chunk as Buffer);
+    size += (chunk as Buffer).length;
+  }
+  return { size, sha256: hash.digest("hex") };
+}
+
+/** A pass-through that hashes and counts what flows through it. */
+export function measuringStream(): { stream: Transform; measured: () => { size: number; sha256: string } } {
+  const hash = createHash("sha256");
+  let size = 0;
+  const stream = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      hash.update(chunk);
+      size += chunk.length;
+      done(null, chunk);
+    },
+  });
+  return { stream, measured: () => ({ size, sha256: hash.digest("hex") }) };
+}
+
+/**
+ * `work`, or an upload_interrupted error as soon as `signal` aborts: a source that blocks (a pipe
+ * whose writer went quiet) must not keep an interrupted upload waiting for it.
+ */
+export function unlessInterrupted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return work;
+  work.catch(() => {}); // settled later, after the interruption was already answered
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(uploadInterrupted());
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+export function uploadInterrupted(): AppError {
+  return new AppError("upload_interrupted", "The upload was interrupted; nothing was stored.");
 }

@@ -1,9 +1,12 @@
-import { createHash, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { createReadStream, createWriteStream, promises as fs } from "node:fs";
 import path from "node:path";
-import { Transform, type Readable } from "node:stream";
+import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import type { FileStorage, StoredObject } from "./index";
+import { measuringStream, unlessInterrupted, type FileStorage, type PutOptions, type StoredObject } from "./index";
+
+/** Big reads: 1 MiB chunks serve a large file about twice as fast as the default 64 KiB. */
+export const LOCAL_READ_CHUNK_BYTES = 1024 * 1024;
 
 /**
  * Objects are files under one directory. A write goes to a temporary file that is renamed into
@@ -11,34 +14,30 @@ import type { FileStorage, StoredObject } from "./index";
  * Directories are created 0700 and files 0600: readable by the app's user only.
  */
 export class LocalDirectoryStorage implements FileStorage {
+  readonly driver = "local";
+
   constructor(private readonly root: string) {}
 
-  async put(source: Readable, keyHint: string): Promise<StoredObject> {
+  async put(source: Readable, keyHint: string, options: PutOptions = {}): Promise<StoredObject> {
     const key = `${sanitise(keyHint)}/${randomUUID()}`;
     const target = this.pathOf(key);
     const partial = `${target}.partial`;
     await fs.mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
-    const hash = createHash("sha256");
-    let size = 0;
-    const measure = new Transform({
-      transform(chunk: Buffer, _encoding, done) {
-        hash.update(chunk);
-        size += chunk.length;
-        done(null, chunk);
-      },
-    });
+    const { stream: measure, measured } = measuringStream();
     try {
-      await pipeline(source, measure, createWriteStream(partial, { flags: "wx", mode: 0o600 }));
+      const writing = pipeline(source, measure, createWriteStream(partial, { flags: "wx", mode: 0o600 }));
+      await unlessInterrupted(writing, options.signal);
       await fs.rename(partial, target);
     } catch (error) {
+      source.destroy();
       await fs.rm(partial, { force: true });
       throw error;
     }
-    return { key, size, sha256: hash.digest("hex") };
+    return { key, ...measured() };
   }
 
   read(key: string, range?: { start: number; end: number }): Readable {
-    return createReadStream(this.pathOf(key), range);
+    return createReadStream(this.pathOf(key), { ...range, highWaterMark: LOCAL_READ_CHUNK_BYTES });
   }
 
   async size(key: string): Promise<number> {

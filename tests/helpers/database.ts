@@ -16,5 +16,7 @@ export function createMigratedDatabase(prefix = "test"): Promise<TestDatabase> {
 
 /** A migrated database and a storage directory, used by this test process and the server under test. */
 export async function createTestEnvironment(prefix: string): Promise<TestEnvironment> {
+  // The storage the run was started with (STORAGE_DRIVER=s3: the tests' S3 store), for this process and its servers.
+  Object.assign(process.env, inject("storageEnv"));
   return prepareTestEnvironment(await createMigratedDatabase(prefix), prefix);
 }

@@ -12,6 +12,6 @@ export default apiRoute<{ id: string; fileId: string }>(
   { permission: "datasets:read" },
   async ({ request, key, params }) => {
     const file = await getDownloadableFile(key.buyerId, params.id, params.fileId);
-    return noStoreRedirect(downloadUrl(file.id, publicOrigin(request)));
+    return noStoreRedirect(await downloadUrl(file, publicOrigin(request)));
   },
 );

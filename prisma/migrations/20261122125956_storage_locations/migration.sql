@@ -1,0 +1,2 @@
+-- DropIndex
+DROP INDEX "order_files_storage_key_key";
