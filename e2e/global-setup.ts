@@ -4,6 +4,7 @@ import path from "node:path";
 import { buildProductionServer, createDatabase, openTestDatabaseServer } from "../tests/helpers/database-server";
 import { prepareTestEnvironment } from "../tests/helpers/fixtures";
 import { startServer } from "../tests/helpers/server";
+import { startTestS3 } from "../tests/helpers/s3";
 import { startSmtpServer } from "../tests/helpers/smtp";
 
 /**
@@ -15,6 +16,9 @@ import { startSmtpServer } from "../tests/helpers/smtp";
 export default async function globalSetup() {
   buildProductionServer();
   const databaseServer = await openTestDatabaseServer();
+  // STORAGE_DRIVER=s3: the files go to an S3-compatible store (the given S3_*, else the tests' own).
+  const s3 = process.env.STORAGE_DRIVER === "s3" && !process.env.S3_ENDPOINT ? await startTestS3() : undefined;
+  if (s3) Object.assign(process.env, s3.env);
   const environment = await prepareTestEnvironment(
     await createDatabase(databaseServer.url, "e2e", { migrated: true }),
     "e2e",
@@ -44,12 +48,14 @@ export default async function globalSetup() {
   });
   process.env.E2E_BASE_URL = server.url;
   process.env.E2E_MAIL_DIR = mailDir;
+  process.env.E2E_SMTP_URL = smtp.url;
 
   return async () => {
     await server.stop();
     await smtp.close();
     await environment.cleanup();
     await databaseServer.stop();
+    await s3?.stop();
     await fs.rm(mailDir, { recursive: true, force: true });
     if (process.env.E2E_SHOW_SERVER_LOG === "1") console.log(server.output());
   };
