@@ -31,7 +31,15 @@ function runScript(name: string, env: NodeJS.ProcessEnv = process.env): Promise<
 }
 
 const outcomes: Outcome[] = [];
-for (const name of ["seed-large", "api-list", "deep-offset", "download", "add-file-memory", "social-import"]) {
+for (const name of [
+  "seed-large",
+  "api-list",
+  "deep-offset",
+  "download",
+  "download-s3",
+  "add-file-memory",
+  "social-import",
+]) {
   console.log(`\n## ${name}\n`);
   const resultFile = path.join(RESULTS_DIR, `${name}.json`);
   await fs.rm(resultFile, { force: true });
@@ -133,14 +141,36 @@ if (download) {
   rows.push([
     `download of a ${download.file_mib} MiB file (API → 302 → signed link), throughput`,
     `${download.app.mib_per_s_median} MiB/s`,
-    `${download.floor.mib_per_s_median} MiB/s (node:http + fs.createReadStream)`,
-    x(download.throughput_app_to_floor),
+    `${download.floor.mib_per_s_median} MiB/s (node:http + fs.createReadStream, 1 MiB buffer)`,
+    `${x(download.throughput_app_to_floor)} (goal ≥ 0.9×)`,
   ]);
   rows.push([
     "same, server RSS peak during download",
     `${download.app_server_rss.peak_mb} MB (+${download.app_server_rss.peak_minus_idle_mb} MB, budget +100 MB)`,
     `${download.app_server_rss.idle_mb} MB (idle, before)`,
     x(download.app_server_rss.peak_to_idle),
+  ]);
+}
+const downloadS3 = get("download-s3") as
+  | {
+      file_mib: number;
+      redirect: { median_ms: number; baseline_median_ms: number; median_to_baseline: number };
+      download: { via_api_mib_per_s: number; presigned_direct_mib_per_s: number; via_api_to_direct: number };
+      app_server: { cpu_s_per_gib_downloaded: number; rss_peak_minus_idle_mb: number };
+    }
+  | undefined;
+if (downloadS3) {
+  rows.push([
+    "S3: the API's 302 to a presigned URL, median latency",
+    `${downloadS3.redirect.median_ms} ms`,
+    `${downloadS3.redirect.baseline_median_ms} ms (\`GET /api/v1/orders/{id}\`)`,
+    x(downloadS3.redirect.median_to_baseline),
+  ]);
+  rows.push([
+    `S3: download of a ${downloadS3.file_mib} MiB file through the API (302 → store)`,
+    `${downloadS3.download.via_api_mib_per_s} MiB/s (app: ${downloadS3.app_server.cpu_s_per_gib_downloaded} CPU s/GiB, RSS +${downloadS3.app_server.rss_peak_minus_idle_mb} MB)`,
+    `${downloadS3.download.presigned_direct_mib_per_s} MiB/s (the presigned URL directly)`,
+    x(downloadS3.download.via_api_to_direct),
   ]);
 }
 const addFile = get("add-file-memory") as
