@@ -7,6 +7,7 @@ import { problemResponse } from "../lib/api/problem";
 import { requestIdFrom } from "../lib/api/request-id";
 import { API_PATH, methodNotAllowed, unroutableApiPath } from "../lib/api/responses";
 import { markRequestServer } from "../lib/db/timeouts";
+import { isDownloadLinkPath, serveDownloadLink } from "../lib/downloads/route";
 import { logger } from "../lib/log";
 import { metricsExposition } from "../lib/metrics";
 import { assignRequestId, recordRequestWhenDone } from "../lib/observability";
@@ -17,8 +18,9 @@ import { assignRequestId, recordRequestWhenDone } from "../lib/observability";
  * run too, plus what they cannot do: a request whose method Next.js cannot turn into a web Request
  * (TRACE: undici refuses it, and Next.js answered its bare HTML 500 and logged a stack) is answered
  * here, and so is an API path Next.js would not route as sent (see unroutableApiPath). Every request
- * gets its id here, one JSON log line and a duration observation (lib/observability.ts), and
- * /api/metrics serves the Prometheus metrics behind METRICS_TOKEN.
+ * gets its id here, one JSON log line and a duration observation (lib/observability.ts),
+ * /api/metrics serves the Prometheus metrics behind METRICS_TOKEN, and the signed download links
+ * (/api/dl) are served here, past Next.js, at the speed of the disk (lib/downloads/route.ts).
  * Usage: `http-server.ts dev|start [-p PORT] [-H HOSTNAME]`.
  */
 const mode = process.argv[2];
@@ -55,7 +57,9 @@ server.on("request", (req, res) => {
   if (UNSUPPORTED_METHODS.has(req.method ?? "")) return void refuseMethod(req, res);
   const unroutable = unroutableApiPath(req.url ?? "/");
   if (unroutable) return void sendResponse(res, problemResponse(unroutable, requestId));
-  if (req.url?.split("?")[0] === METRICS_PATH) return void serveMetrics(req, res);
+  const path = req.url?.split("?", 1)[0] ?? "/";
+  if (path === METRICS_PATH) return void serveMetrics(req, res);
+  if (isDownloadLinkPath(path)) return void serveDownloadLink(req, res);
   void handle(req, res);
 });
 server.listen(port, hostname, () => {

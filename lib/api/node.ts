@@ -28,10 +28,10 @@ export type WebHandler = (
  * `stream` sends the body as it comes (downloads); short answers go out whole, with their length.
  */
 export function readOnlyNodeRoute(handle: WebHandler, { stream = false }: { stream?: boolean } = {}) {
-  return async (req: NextApiRequest, res: NextApiResponse): Promise<void> => {
+  return async (req: IncomingMessage & { query?: NextApiRequest["query"] }, res: ServerResponse): Promise<void> => {
     const requestId = requestIdFrom(req.headers["x-request-id"]);
     if (!isReadOnlyMethod(req.method)) return sendResponse(res, methodNotAllowed(req.method ?? "", requestId));
-    const response = await handle(webRequest(req, res, stream), { requestId, query: req.query, incoming: req });
+    const response = await handle(webRequest(req, res, stream), { requestId, query: req.query ?? {}, incoming: req });
     return sendResponse(res, response, stream);
   };
 }
@@ -73,9 +73,27 @@ function requestUrl(req: IncomingMessage): URL {
   }
 }
 
+const nodeBodies = new WeakMap<Response, () => Readable>();
+
+/**
+ * Gives a streamed response a Node source for its body: served on Node's response, the bytes are
+ * piped from it straight to the socket (a file at the speed of fs.createReadStream) and the
+ * response's web body, which stays for web callers (tests), is never opened.
+ */
+export function withNodeBody(response: Response, open: () => Readable): Response {
+  nodeBodies.set(response, open);
+  return response;
+}
+
 export async function sendResponse(res: ServerResponse, response: Response, stream = false): Promise<void> {
   const headers = Object.fromEntries(response.headers);
-  if (!response.body) {
+  const nodeBody = stream && response.body ? nodeBodies.get(response) : undefined;
+  if (nodeBody) {
+    res.writeHead(response.status, headers);
+    await pipeline(nodeBody(), res).catch(() => {
+      // The client disconnected mid-stream; pipeline has closed the source.
+    });
+  } else if (!response.body) {
     res.writeHead(response.status, headers);
     res.end();
   } else if (!stream) {

@@ -6,6 +6,7 @@ import { db } from "../db/client";
 import { AppError } from "../errors";
 import { isTypedId } from "../ids";
 import { notDelivered } from "../orders/queries";
+import { withNodeBody } from "../api/node";
 import { noStoreRedirect } from "../api/responses";
 import { countDownloadRedirect } from "../metrics";
 import { driverOf, localStorage } from "../storage";
@@ -14,10 +15,7 @@ import { presignedGetUrl } from "../storage/s3";
 import { contentDisposition, ifRangeAllows, notModified, parseRange, type RangeResult } from "./http";
 import { signDownloadToken, verifyDownloadToken } from "./token";
 
-/**
- * Where signed links are served: a Pages Router API route (pages/api/dl/[[...token]].ts), because
- * App Router responses lose their Content-Length in Next.js 16 (send-response.js drops it).
- */
+/** Where signed links are served: by the app's own HTTP server (./route.ts). */
 export const DOWNLOAD_PATH = "/api/dl";
 
 export type DownloadTarget = { id: string; name: string; contentType: string; storageKey: string };
@@ -124,25 +122,36 @@ async function respond(request: Request, token: string, now: Date, requestId: st
 
   const status = partial ? 206 : 200;
   if (request.method === "HEAD" || length === 0) return new Response(null, { status, headers });
-  return new Response(streamFile(file.storageKey, partial, request.signal), { status, headers });
+  const open = () => localStorage().read(file.storageKey, partial);
+  return withNodeBody(new Response(webStream(open, request.signal), { status, headers }), open);
 }
 
 /**
- * The bytes as a web stream with byte-counted backpressure, so memory stays flat however large the
- * file. Cancelling the web stream destroys the file stream; the abort listener also covers a client
- * that disconnects before the body is first read.
+ * The bytes as a web stream for web callers, opened on the first read, with byte-counted
+ * backpressure so memory stays flat however large the file. Cancelling it destroys the file
+ * stream; the abort listener also covers a client that disconnects between two reads.
  */
-function streamFile(
-  key: string,
-  range: { start: number; end: number } | undefined,
-  signal: AbortSignal,
-): ReadableStream<Uint8Array> {
-  const source = localStorage().read(key, range);
-  const abort = () => source.destroy();
-  if (signal.aborted) abort();
-  signal.addEventListener("abort", abort, { once: true });
-  source.once("close", () => signal.removeEventListener("abort", abort));
-  return Readable.toWeb(source, {
-    strategy: new ByteLengthQueuingStrategy({ highWaterMark: LOCAL_READ_CHUNK_BYTES }),
-  }) as ReadableStream<Uint8Array>;
+function webStream(open: () => Readable, signal: AbortSignal): ReadableStream<Uint8Array> {
+  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  const start = () => {
+    const source = open();
+    const abort = () => source.destroy();
+    if (signal.aborted) abort();
+    signal.addEventListener("abort", abort, { once: true });
+    source.once("close", () => signal.removeEventListener("abort", abort));
+    const strategy = new ByteLengthQueuingStrategy({ highWaterMark: LOCAL_READ_CHUNK_BYTES });
+    return (Readable.toWeb(source, { strategy }) as ReadableStream<Uint8Array>).getReader();
+  };
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        reader ??= start();
+        const { done, value } = await reader.read();
+        if (done) controller.close();
+        else controller.enqueue(value);
+      },
+      cancel: (reason) => reader?.cancel(reason),
+    },
+    { highWaterMark: 0 },
+  );
 }

@@ -276,13 +276,23 @@ describe("streaming", () => {
     expect(openedStream(read).destroyed).toBe(true);
   });
 
-  it("closes the file stream when the client disconnects", async () => {
+  it("closes the file stream when the client disconnects while reading", async () => {
     const read = vi.spyOn(localStorage(), "read");
     const client = new AbortController();
     const response = await download({ token: validToken(bigFileId), signal: client.signal });
     expect(response.status).toBe(200);
+    await response.body!.getReader().read();
     client.abort();
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(openedStream(read).destroyed).toBe(true);
+  });
+
+  it("opens no file when the client disconnects before the body is read", async () => {
+    const read = vi.spyOn(localStorage(), "read");
+    const client = new AbortController();
+    const response = await download({ token: validToken(bigFileId), signal: client.signal });
+    client.abort();
+    await response.body!.cancel();
+    expect(read).not.toHaveBeenCalled();
   });
 });
