@@ -1,9 +1,8 @@
 import type { Ratelimit } from "@upstash/ratelimit";
 import { Redis as UpstashRedis } from "@upstash/redis";
 import IORedis from "ioredis";
-import RedisMock from "ioredis-mock";
 import { processSingleton } from "../singleton";
-import { upstashScriptAdapter, type LuaClient, type UpstashScripts } from "./script-adapter";
+import { upstashScriptAdapter, type UpstashScripts } from "./script-adapter";
 
 export type Env = Record<string, string | undefined>;
 
@@ -57,34 +56,4 @@ function plainRedis(url: string): RatelimitRedis {
     client.once("close", resolve);
   });
   return asRatelimitRedis(upstashScriptAdapter(client, firstAttempt));
-}
-
-/** The in-process store, one per process: ioredis-mock runs the library's Lua scripts in fengari, behind the same adapter as Redis. */
-export function memoryRedis(): RatelimitRedis {
-  return processSingleton("ratelimit:store:memory", () => asRatelimitRedis(upstashScriptAdapter(sweptMemoryClient())));
-}
-
-const SWEEP_INTERVAL_MS = 60_000;
-
-// ioredis-mock only drops an expired key when that key is read again, and the sliding window never reads a bucket
-// older than the previous one: without this sweep every identifier would leave one key behind per window, forever.
-function sweptMemoryClient(): LuaClient {
-  const mock = new RedisMock();
-  const touched = new Set<string>();
-  setInterval(async () => {
-    for (const key of touched) if ((await mock.exists(key)) === 0) touched.delete(key);
-  }, SWEEP_INTERVAL_MS).unref();
-  const track = (numKeys: number, keysAndArgs: (string | number)[]) => {
-    for (const key of keysAndArgs.slice(0, numKeys)) touched.add(String(key));
-  };
-  return {
-    evalsha(sha, numKeys, ...keysAndArgs) {
-      track(numKeys, keysAndArgs);
-      return mock.evalsha(sha, numKeys, ...keysAndArgs);
-    },
-    eval(script, numKeys, ...keysAndArgs) {
-      track(numKeys, keysAndArgs);
-      return mock.eval(script, numKeys, ...keysAndArgs);
-    },
-  };
 }

@@ -1,12 +1,15 @@
 /**
  * Rate limiting with @upstash/ratelimit's sliding window (../shared/CONTRACT.md: 60 requests per minute per buyer
  * account). The store comes from the environment: Upstash REST when UPSTASH_REDIS_REST_URL and
- * UPSTASH_REDIS_REST_TOKEN are set, else a plain Redis when REDIS_URL is set (ioredis behind a small adapter), else
- * an in-process store for a single instance (ioredis-mock behind the same adapter). All three run the library's own
- * Lua scripts, so they count alike. Create a limiter once per process, not per request: each opens its connection.
+ * UPSTASH_REDIS_REST_TOKEN are set, else a plain Redis when REDIS_URL is set (ioredis behind a small adapter); both
+ * run the library's own scripts, with its ephemeral cache, so an account already refused is refused again without a
+ * round trip until the reset its Retry-After named. Neither set: the in-process store of a single instance
+ * (./sliding-window.ts), the same decisions computed in JavaScript. Create a limiter once per process, not per
+ * request: each opens its connection. Limiters with the same prefix share their counts within a process, whichever
+ * bundle created them.
  *
  * When the shared store is unreachable (decision): a request must never hang or fail because of the limiter. Each
- * check gets REMOTE_DEADLINE_MS; on an error or timeout it is answered by an in-process limiter with the same limit,
+ * check gets REMOTE_DEADLINE_MS; on an error or timeout it is answered by the in-process store with the same limit,
  * so the limit is still enforced, per instance instead of shared. A warning is logged at most once per
  * WARNING_INTERVAL_MS. The shared store is tried again on the next check and used as soon as it answers; while it is
  * failing only one check at a time waits for it, the others go straight to the fallback. Counts made during the
@@ -14,9 +17,11 @@
  * (The library's own `timeout` option would let such requests through unlimited, so it is off.)
  */
 import { Ratelimit } from "@upstash/ratelimit";
-import { memoryRedis, remoteBackend, type Env, type RatelimitRedis } from "./backends";
+import { remoteBackend, type Env, type RatelimitRedis } from "./backends";
+import { ExpiringBlockCache, InProcessSlidingWindow, type SlidingWindowResult } from "./sliding-window";
 import { logger } from "../log";
 import { countRateLimitFallback } from "../metrics";
+import { processSingleton } from "../singleton";
 
 export { rateLimitHeaders } from "./headers";
 
@@ -34,7 +39,8 @@ export type RateLimiter = { check(identifier: string): Promise<RateLimitDecision
 
 export type RateLimitOptions = { prefix: string; limit: number; windowSeconds: number };
 
-const REMOTE_DEADLINE_MS = 1000;
+/** The shared store's deadline per check; past it the in-process store answers (see above). */
+export const REMOTE_DEADLINE_MS = 1000;
 const WARNING_INTERVAL_MS = 30_000;
 
 /** `env` defaults to process.env; tests pass their own to pick a backend. */
@@ -44,9 +50,13 @@ export function createRateLimiter(options: RateLimitOptions, { env = process.env
       throw new RangeError(`Rate limit ${field} must be a positive integer, got ${options[field]}`);
     }
   }
-  const local = slidingWindow(memoryRedis(), options);
+  const { prefix, limit, windowSeconds } = options;
+  const local = processSingleton(
+    `ratelimit:in-process:${prefix}:${limit}/${windowSeconds}s`,
+    () => new InProcessSlidingWindow(limit, windowSeconds * 1000),
+  );
   const backend = remoteBackend(env);
-  if (!backend) return { check: async (identifier) => toDecision(await local.limit(identifier)) };
+  if (!backend) return { check: async (identifier) => toDecision(local.check(identifier)) };
 
   const { label, connect } = backend;
   let remote: Ratelimit | undefined;
@@ -87,7 +97,7 @@ export function createRateLimiter(options: RateLimitOptions, { env = process.env
           if (probe) probing = false;
         }
       }
-      return toDecision(await local.limit(identifier));
+      return toDecision(local.check(identifier));
     },
   };
 }
@@ -99,12 +109,12 @@ function slidingWindow(redis: RatelimitRedis, { prefix, limit, windowSeconds }: 
     limiter: Ratelimit.slidingWindow(limit, `${windowSeconds} s`),
     // Our deadline and fallback replace it (see the top of this file).
     timeout: 0,
-    // The cache would refuse a blocked identifier until the end of the fixed bucket, stricter than the sliding window.
-    ephemeralCache: false,
+    // A refused identifier is refused in process until its reset; shared by the limiters of one prefix.
+    ephemeralCache: processSingleton(`ratelimit:blocked:${prefix}`, () => new ExpiringBlockCache()),
   });
 }
 
-function toDecision(result: { success: boolean; limit: number; remaining: number; reset: number }): RateLimitDecision {
+function toDecision(result: SlidingWindowResult): RateLimitDecision {
   return {
     allowed: result.success,
     limit: result.limit,

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 
-/** The two calls the adapter makes, with ioredis's argument order; ioredis and ioredis-mock both provide them. */
+/** The two calls the adapter makes, with ioredis's argument order. */
 export type LuaClient = {
   evalsha(sha: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
   eval(script: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
@@ -16,8 +16,8 @@ export type UpstashScripts = {
 };
 
 // The library's scripts start with `#!lua flags=allow-key-locking`, a flag only Upstash's server knows: Redis 7
-// answers "ERR Unexpected flag in script shebang" and fengari (ioredis-mock) cannot parse the line. Without a
-// shebang the script runs as a plain EVAL script, which is atomic on Redis anyway.
+// answers "ERR Unexpected flag in script shebang". Without a shebang the script runs as a plain EVAL script,
+// which is atomic on Redis anyway.
 const SHEBANG = /^#![^\n]*\n/;
 
 const sha1 = (text: string) => createHash("sha1").update(text).digest("hex");
