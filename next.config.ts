@@ -1,13 +1,8 @@
 import type { NextConfig } from "next";
+import { API_HEADERS, SECURITY_HEADERS } from "./lib/security-headers";
 
-/** Headers on every response, API and files included (pages also get a nonce CSP from proxy.ts). */
-const securityHeaders = [
-  { key: "X-Content-Type-Options", value: "nosniff" },
-  { key: "Referrer-Policy", value: "strict-origin-when-cross-origin" },
-  { key: "X-Frame-Options", value: "DENY" },
-  { key: "Permissions-Policy", value: "camera=(), microphone=(), geolocation=(), payment=()" },
-  { key: "Cross-Origin-Opener-Policy", value: "same-origin" },
-];
+const headerList = (headers: Record<string, string>) =>
+  Object.entries(headers).map(([key, value]) => ({ key, value }));
 
 const nextConfig: NextConfig = {
   // Plain Node dependencies rather than bundled: the database driver, and the logger, metrics and
@@ -24,12 +19,8 @@ const nextConfig: NextConfig = {
   poweredByHeader: false,
   async headers() {
     return [
-      { source: "/:path*", headers: securityHeaders },
-      // JSON and files: nothing in them may run or be framed, whatever a browser makes of them.
-      {
-        source: "/api/:path*",
-        headers: [{ key: "Content-Security-Policy", value: "default-src 'none'; frame-ancestors 'none'" }],
-      },
+      { source: "/:path*", headers: headerList(SECURITY_HEADERS) },
+      { source: "/api/:path*", headers: headerList(API_HEADERS) },
       // A share page's URL is its credential: never sent on as a Referer, never indexed (later rules win).
       {
         source: "/share/:path*",

@@ -8,6 +8,8 @@ import { requestIdFrom } from "../lib/api/request-id";
 import { API_PATH, methodNotAllowed, unroutableApiPath } from "../lib/api/responses";
 import { markRequestServer } from "../lib/db/timeouts";
 import { isDownloadLinkPath, serveDownloadLink } from "../lib/downloads/route";
+import { API_HEADERS } from "../lib/security-headers";
+import { API_V1_PATH, serveApiV1 } from "./api-routes";
 import { logger } from "../lib/log";
 import { metricsExposition } from "../lib/metrics";
 import { assignRequestId, recordRequestWhenDone } from "../lib/observability";
@@ -19,8 +21,9 @@ import { assignRequestId, recordRequestWhenDone } from "../lib/observability";
  * (TRACE: undici refuses it, and Next.js answered its bare HTML 500 and logged a stack) is answered
  * here, and so is an API path Next.js would not route as sent (see unroutableApiPath). Every request
  * gets its id here, one JSON log line and a duration observation (lib/observability.ts),
- * /api/metrics serves the Prometheus metrics behind METRICS_TOKEN, and the signed download links
- * (/api/dl) are served here, past Next.js, at the speed of the disk (lib/downloads/route.ts).
+ * /api/metrics serves the Prometheus metrics behind METRICS_TOKEN, the signed download links
+ * (/api/dl) are served here, past Next.js, at the speed of the disk (lib/downloads/route.ts), and so
+ * is the API in production (scripts/api-routes.ts), with the headers Next.js would have added.
  * Usage: `http-server.ts dev|start [-p PORT] [-H HOSTNAME]`.
  */
 const mode = process.argv[2];
@@ -59,7 +62,8 @@ server.on("request", (req, res) => {
   if (unroutable) return void sendResponse(res, problemResponse(unroutable, requestId));
   const path = req.url?.split("?", 1)[0] ?? "/";
   if (path === METRICS_PATH) return void serveMetrics(req, res);
-  if (isDownloadLinkPath(path)) return void serveDownloadLink(req, res);
+  if (isDownloadLinkPath(path)) return void direct(req, res, serveDownloadLink);
+  if (mode === "start" && API_V1_PATH.test(path)) return void direct(req, res, (req, res) => serveApiV1(req, res, path));
   void handle(req, res);
 });
 server.listen(port, hostname, () => {
@@ -70,6 +74,20 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, () => {
     server.close();
     void app.close().finally(() => process.exit(0));
+  });
+}
+
+/** What this server serves past Next.js gets the headers Next.js would have added (next.config.ts). */
+function direct(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  serve: (req: http.IncomingMessage, res: http.ServerResponse) => unknown,
+): void {
+  for (const [name, value] of Object.entries(API_HEADERS)) res.setHeader(name, value);
+  void Promise.resolve(serve(req, res)).catch((error: unknown) => {
+    logger().error({ err: error }, "unexpected error");
+    if (!res.headersSent) res.writeHead(500);
+    res.end();
   });
 }
 

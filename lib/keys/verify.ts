@@ -1,9 +1,9 @@
 import { timingSafeEqual } from "node:crypto";
-import { db, sqlQuery } from "../db/client";
+import { sqlQuery } from "../db/client";
 import { AppError } from "../errors";
 import { hashSecret, isWellFormedSecret } from "./secret";
 import type { ApiKeyPermission } from "./permissions";
-import { errorFields, logger } from "../log";
+import { LAST_USED_RESOLUTION_MS, noteKeyUse } from "./last-used";
 
 type KeyRow = {
   id: string;
@@ -17,9 +17,6 @@ type KeyRow = {
 };
 
 export type AuthenticatedKey = { keyId: string; buyerId: string; permission: ApiKeyPermission };
-
-/** last_used_at is written at most once a minute per key, not on every request. */
-const LAST_USED_RESOLUTION_MS = 60_000;
 
 /**
  * Checks an Authorization header, in this order: well-formed Bearer header, key format and
@@ -59,22 +56,11 @@ export async function authenticateApiKey(authorization: string | null, now = new
     );
   }
   if (!key.lastUsedAt || now.getTime() - key.lastUsedAt.getTime() >= LAST_USED_RESOLUTION_MS) {
-    void recordUse(key.id, now);
+    noteKeyUse(key.id, now);
   }
   return { keyId: key.id, buyerId: key.buyerId, permission: key.permission };
 }
 
 function invalidKey(): AppError {
   return new AppError("invalid_api_key", "The API key is not valid. Check that it was copied whole.");
-}
-
-/** Best effort and off the request path; the condition keeps concurrent requests to one write. */
-async function recordUse(keyId: string, now: Date): Promise<void> {
-  const staleBefore = new Date(now.getTime() - LAST_USED_RESOLUTION_MS);
-  await db()
-    .apiKey.updateMany({
-      where: { id: keyId, OR: [{ lastUsedAt: null }, { lastUsedAt: { lt: staleBefore } }] },
-      data: { lastUsedAt: now },
-    })
-    .catch((error: Error) => logger().warn({ key_id: keyId, ...errorFields(error) }, "last_used_at not recorded"));
 }

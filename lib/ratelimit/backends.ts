@@ -46,6 +46,8 @@ function plainRedis(url: string): RatelimitRedis {
     maxRetriesPerRequest: 0,
     // A Redis that accepted the connection but stopped answering must not pile up commands.
     commandTimeout: 1000,
+    // Checks made in the same tick (concurrent requests) go out in one write: fewer system calls per check.
+    enableAutoPipelining: true,
   });
   // Failures reach the limiter as rejected commands and it logs them (throttled); without a listener ioredis would
   // print every reconnection error.
