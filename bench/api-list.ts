@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { isDeepStrictEqual } from "node:util";
 import { promises as fs } from "node:fs";
 import os from "node:os";
@@ -9,16 +8,15 @@ import {
   createBenchKeys,
   deleteBenchKeys,
   log,
-  machineBusySeconds,
   ratio,
   report,
   requireProductionBuild,
   round,
   startAppServer,
   startFloorServer,
-  treeCpuSeconds,
   type Server,
 } from "./lib/common";
+import { describeLoad, runLoad } from "./lib/load";
 import { ensureSeeded, seededBuyers } from "./lib/seed";
 
 /**
@@ -40,63 +38,7 @@ const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
 const buyers = await (await seededBuyers(pool)).regular(buyerCount);
 const keys = await createBenchKeys(pool, buyers);
 const storageDir = await fs.mkdtemp(path.join(os.tmpdir(), "bench-api-list-"));
-
-type LoadResult = {
-  requests_total: number;
-  duration_s: number;
-  requests_per_s: number;
-  latency_ms: { p50: number; p90: number; p99: number; max: number; mean: number };
-  status_2xx: number;
-  non_2xx: number;
-  errors: number;
-  timeouts: number;
-  bytes_per_s: number;
-  client_cpu_s: number;
-  server_cpu_s: number;
-  machine_busy_cpu_s: number;
-};
-
-/** Runs bench/lib/load-client.ts in its own process; samples the server's CPU around the measured part. */
-function runLoad(server: Server, requests: { path: string; headers?: Record<string, string> }[]): Promise<LoadResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", path.resolve("bench/lib/load-client.ts")], {
-      env: {
-        ...process.env,
-        LOAD_CONFIG: JSON.stringify({ url: server.url, requests, connections, seconds, warmupSeconds }),
-      },
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    let buffered = "";
-    let start: { server: number; machine: number } | undefined;
-    let result: Omit<LoadResult, "server_cpu_s" | "machine_busy_cpu_s"> | undefined;
-    let end: { server: number; machine: number } | undefined;
-    child.stdout.on("data", (chunk: Buffer) => {
-      buffered += chunk;
-      let newline: number;
-      while ((newline = buffered.indexOf("\n")) >= 0) {
-        const line = buffered.slice(0, newline).trim();
-        buffered = buffered.slice(newline + 1);
-        if (!line) continue;
-        const message = JSON.parse(line) as { phase?: string };
-        if (message.phase === "measuring") {
-          start = { server: treeCpuSeconds(server.pid), machine: machineBusySeconds() };
-        } else {
-          end = { server: treeCpuSeconds(server.pid), machine: machineBusySeconds() };
-          result = message as typeof result;
-        }
-      }
-    });
-    child.once("error", reject);
-    child.once("exit", (code) => {
-      if (code !== 0 || !result || !start || !end) return reject(new Error(`load client failed (exit ${code})`));
-      resolve({
-        ...result,
-        server_cpu_s: round(end.server - start.server),
-        machine_busy_cpu_s: round(end.machine - start.machine),
-      });
-    });
-  });
-}
+const load = { connections, seconds, warmupSeconds };
 
 const servers: Server[] = [];
 try {
@@ -129,6 +71,7 @@ try {
   log(`app: ${connections} connections, ${warmupSeconds} s warm-up + ${seconds} s`);
   const appLoad = await runLoad(
     app,
+    load,
     buyers.map((buyer) => ({
       path: `/api/v1/orders?limit=${LIMIT}`,
       headers: { authorization: `Bearer ${keys.get(buyer)}` },
@@ -137,23 +80,10 @@ try {
   log(`floor: ${connections} connections, ${warmupSeconds} s warm-up + ${seconds} s`);
   const floorLoad = await runLoad(
     floor,
+    load,
     buyers.map((buyer) => ({ path: `/orders?buyer=${buyer}&limit=${LIMIT}` })),
   );
 
-  const describe = (load: LoadResult) => ({
-    requests_per_s: round(load.requests_per_s, 1),
-    latency_p50_ms: load.latency_ms.p50,
-    latency_p99_ms: load.latency_ms.p99,
-    latency_max_ms: load.latency_ms.max,
-    requests_total: load.requests_total,
-    non_2xx: load.non_2xx,
-    errors: load.errors,
-    timeouts: load.timeouts,
-    response_bytes_per_s: Math.round(load.bytes_per_s),
-    server_process_cpu_ms_per_request: round((load.server_cpu_s * 1000) / load.requests_total, 3),
-    machine_busy_cpu_ms_per_request: round((load.machine_busy_cpu_s * 1000) / load.requests_total, 3),
-    load_client_cpu_s: round(load.client_cpu_s),
-  });
   const throughputRatio = ratio(appLoad.requests_per_s, floorLoad.requests_per_s);
   const p99Ratio = ratio(appLoad.latency_ms.p99, floorLoad.latency_ms.p99);
   const clean = [appLoad, floorLoad].every((load) => load.non_2xx + load.errors + load.timeouts === 0);
@@ -166,8 +96,8 @@ try {
       seconds,
       warmup_seconds: warmupSeconds,
       cores: os.cpus().length,
-      app: describe(appLoad),
-      floor: describe(floorLoad),
+      app: describeLoad(appLoad),
+      floor: describeLoad(floorLoad),
       ratios: {
         throughput_app_to_floor: throughputRatio,
         p99_app_to_floor: p99Ratio,

@@ -128,6 +128,81 @@ if (deep) {
     x(deep.explain.ratios_deep_to_shallow.orders_query_execution),
   ]);
 }
+const accounts = get("api-accounts") as
+  | {
+      accounts: number;
+      floor: { requests_per_s: number; latency_p99_ms: number; server_process_cpu_ms_per_request: number };
+      in_process: { requests_per_s: number; latency_p99_ms: number; server_process_cpu_ms_per_request: number };
+      redis?: { requests_per_s: number; server_process_cpu_ms_per_request: number };
+      ratios: {
+        in_process_throughput_to_floor: number;
+        in_process_p99_to_floor: number;
+        redis_throughput_to_floor?: number;
+      };
+      limiter_cost: { in_process_us_per_check: number; redis_us_per_check_sequential?: number };
+      over_limit: { cpu_ms_per_200: number; cpu_ms_per_429: number; cpu_429_to_200: number };
+      memory: {
+        server_rss_idle_mb: number;
+        server_rss_peak_under_load_mb: number;
+        accounts_in_memory_run: number;
+        growth_mb: number;
+      };
+      cold_start: { npm_start_to_first_api_answer_s: number; fresh_clone_npm_install_s: number | string };
+    }
+  | undefined;
+if (accounts) {
+  const load = `${accounts.accounts.toLocaleString("en")} accounts, rate limit on`;
+  rows.push([
+    `list throughput, ${load}, in-process limiter`,
+    `${accounts.in_process.requests_per_s} req/s`,
+    `${accounts.floor.requests_per_s} req/s (floor)`,
+    `${x(accounts.ratios.in_process_throughput_to_floor)} (goal ≥ 0.75×)`,
+  ]);
+  rows.push([
+    "same, p99 latency",
+    `${accounts.in_process.latency_p99_ms} ms`,
+    `${accounts.floor.latency_p99_ms} ms (floor)`,
+    `${x(accounts.ratios.in_process_p99_to_floor)} (goal ≤ 1.5×)`,
+  ]);
+  if (accounts.redis && accounts.ratios.redis_throughput_to_floor !== undefined) {
+    rows.push([
+      `list throughput, ${load}, \`REDIS_URL\` limiter`,
+      `${accounts.redis.requests_per_s} req/s`,
+      `${accounts.floor.requests_per_s} req/s (floor)`,
+      `${x(accounts.ratios.redis_throughput_to_floor)} (goal ≥ 0.65×)`,
+    ]);
+  }
+  rows.push([
+    "server CPU per request (in-process limiter)",
+    `${accounts.in_process.server_process_cpu_ms_per_request} ms`,
+    `${accounts.floor.server_process_cpu_ms_per_request} ms (floor)`,
+    x(round(accounts.in_process.server_process_cpu_ms_per_request / accounts.floor.server_process_cpu_ms_per_request)),
+  ]);
+  rows.push([
+    "limiter's own cost per check",
+    `${accounts.limiter_cost.in_process_us_per_check} µs in process`,
+    `${accounts.limiter_cost.redis_us_per_check_sequential ?? "-"} µs on Redis (sequential round trip)`,
+    "",
+  ]);
+  rows.push([
+    "server CPU per 429 (10% of load from accounts over their limit)",
+    `${accounts.over_limit.cpu_ms_per_429} ms`,
+    `${accounts.over_limit.cpu_ms_per_200} ms (per 200)`,
+    x(accounts.over_limit.cpu_429_to_200),
+  ]);
+  rows.push([
+    `server RSS after ${accounts.memory.accounts_in_memory_run.toLocaleString("en")} distinct accounts made one request`,
+    `+${accounts.memory.growth_mb} MB`,
+    `${accounts.memory.server_rss_idle_mb} MB idle, ${accounts.memory.server_rss_peak_under_load_mb} MB under load`,
+    "",
+  ]);
+  rows.push([
+    "cold start: `npm start` to the first API answer; fresh clone `npm install`",
+    `${accounts.cold_start.npm_start_to_first_api_answer_s} s; ${accounts.cold_start.fresh_clone_npm_install_s} s`,
+    "(tracked, no goal)",
+    "",
+  ]);
+}
 const download = get("download") as
   | {
       file_mib: number;

@@ -1,35 +1,55 @@
+import { readFileSync } from "node:fs";
 import autocannon from "autocannon";
 
 /**
  * The load generator, run as a process of its own so that its CPU is not the server's:
  * `node --import tsx bench/lib/load-client.ts` with LOAD_CONFIG (JSON) in the environment.
  * Connection i sends requests[i % requests.length] for the whole run (its own path and headers,
- * e.g. its own API key). A warm-up run comes first and is discarded. Prints one JSON object.
+ * e.g. its own API key); with `cycle`, the requests are dealt out in equal slices, one per
+ * connection, and each connection cycles through its slice (10,000 accounts' keys over 50
+ * connections: 200 each). `requestsFile` holds the requests instead of `requests` (10,000 keys
+ * exceed the OS's limit for an environment variable). A warm-up run comes first and is discarded.
+ * Prints one JSON object.
  */
+type Request = { path: string; headers?: Record<string, string> };
 type Config = {
   url: string;
-  requests: { path: string; headers?: Record<string, string> }[];
+  requests?: Request[];
+  requestsFile?: string;
+  cycle?: boolean;
+  /** Requests in all, instead of a duration (no warm-up). */
+  amount?: number;
   connections: number;
   seconds: number;
   warmupSeconds: number;
 };
 
 const config = JSON.parse(process.env.LOAD_CONFIG ?? "") as Config;
+const requests: Request[] = config.requestsFile
+  ? (JSON.parse(readFileSync(config.requestsFile, "utf8")) as Request[])
+  : (config.requests ?? []);
+const slice = Math.max(1, Math.floor(requests.length / config.connections));
+
+function requestsOf(connection: number): Request[] {
+  if (!config.cycle) return [requests[connection % requests.length]!];
+  const start = (connection * slice) % requests.length;
+  return requests.slice(start, start + slice);
+}
 
 function load(seconds: number) {
   let next = 0;
   return autocannon({
     url: config.url,
     connections: config.connections,
-    duration: seconds,
+    ...(config.amount ? { amount: config.amount } : { duration: seconds }),
     setupClient: (client) => {
-      const request = config.requests[next++ % config.requests.length]!;
-      client.setRequests([{ method: "GET", path: request.path, headers: request.headers ?? {} }]);
+      const own = requestsOf(next++);
+      client.setRequests(own.map((request) => ({ method: "GET", path: request.path, headers: request.headers ?? {} })));
     },
   });
 }
 
-if (config.warmupSeconds > 0) await load(config.warmupSeconds);
+if (config.warmupSeconds > 0 && !config.amount) await load(config.warmupSeconds);
 // Tells the parent the measured run starts now (it samples the server's CPU around it).
 console.log(JSON.stringify({ phase: "measuring" }));
 const cpuBefore = process.cpuUsage();
@@ -49,6 +69,7 @@ console.log(
     },
     status_2xx: result["2xx"],
     non_2xx: result.non2xx,
+    status_4xx: result["4xx"],
     errors: result.errors,
     timeouts: result.timeouts,
     bytes_per_s: result.throughput.average,
