@@ -1,8 +1,7 @@
 import type { NextConfig } from "next";
 import { API_HEADERS, SECURITY_HEADERS } from "./lib/security-headers";
 
-const headerList = (headers: Record<string, string>) =>
-  Object.entries(headers).map(([key, value]) => ({ key, value }));
+const headerList = (headers: Record<string, string>) => Object.entries(headers).map(([key, value]) => ({ key, value }));
 
 const nextConfig: NextConfig = {
   // Plain Node dependencies rather than bundled: the database driver, and the logger, metrics and

@@ -63,7 +63,8 @@ server.on("request", (req, res) => {
   const path = req.url?.split("?", 1)[0] ?? "/";
   if (path === METRICS_PATH) return void serveMetrics(req, res);
   if (isDownloadLinkPath(path)) return void direct(req, res, serveDownloadLink);
-  if (mode === "start" && API_V1_PATH.test(path)) return void direct(req, res, (req, res) => serveApiV1(req, res, path));
+  if (mode === "start" && API_V1_PATH.test(path))
+    return void direct(req, res, (req, res) => serveApiV1(req, res, path));
   void handle(req, res);
 });
 server.listen(port, hostname, () => {
