@@ -37,6 +37,26 @@ test("a key's secret is shown once, works with the API, and stops working when r
   const ids = ((await listed.json()) as { data: { id: string }[] }).data.map((order) => order.id);
   expect(ids).toEqual([account.delivered.id, account.refunded.id, account.unfinished.id]);
 
+  // The usage chart counts what the key just did (written within seconds): a 200 and a 404.
+  const missing = await request.get("/api/v1/orders/ord_00000000000000000000000000000000", {
+    headers: { Authorization: `Bearer ${secret}` },
+  });
+  expect(missing.status()).toBe(404);
+  const usage = page.getByTestId("key-usage").filter({ hasText: "warehouse-sync" });
+  await expect
+    .poll(
+      async () => {
+        await page.reload();
+        return usage.getByTestId("requests-24h").textContent();
+      },
+      { timeout: 20_000, intervals: [1_000] },
+    )
+    .toBe("2");
+  await expect(usage.getByTestId("usage-chart")).toHaveAttribute("data-total", "2");
+  await usage.getByText("Show the numbers").click();
+  await expect(usage.getByRole("row").filter({ hasText: day(0) })).toContainText("1");
+  await screenshot(page, "keys-usage");
+
   await row.getByRole("button", { name: "Revoke warehouse-sync" }).click();
   const confirm = page.getByRole("dialog", { name: "Revoke “warehouse-sync”?" });
   await confirm.getByRole("button", { name: "Revoke key" }).click();

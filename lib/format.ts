@@ -21,3 +21,22 @@ export function formatBytes(bytes: number): string {
   }
   return unit === 0 ? `${bytes} B` : `${value < 10 ? value.toFixed(1) : Math.round(value)} ${UNITS[unit]}`;
 }
+
+const RELATIVE_UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
+  ["year", 365 * 86_400_000],
+  ["month", 30 * 86_400_000],
+  ["day", 86_400_000],
+  ["hour", 3_600_000],
+  ["minute", 60_000],
+];
+
+/** "3 minutes ago", "in 2 days"; under a minute "just now". */
+export function formatRelative(value: Date | string, now = new Date()): string {
+  const date = typeof value === "string" ? new Date(value) : value;
+  const difference = date.getTime() - now.getTime();
+  const format = new Intl.RelativeTimeFormat("en", { numeric: "auto" });
+  for (const [unit, ms] of RELATIVE_UNITS) {
+    if (Math.abs(difference) >= ms) return format.format(Math.trunc(difference / ms), unit);
+  }
+  return "just now";
+}

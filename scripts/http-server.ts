@@ -8,6 +8,7 @@ import { requestIdFrom } from "../lib/api/request-id";
 import { API_PATH, methodNotAllowed, unroutableApiPath } from "../lib/api/responses";
 import { markRequestServer } from "../lib/db/timeouts";
 import { isDownloadLinkPath, serveDownloadLink } from "../lib/downloads/route";
+import { flushUsage } from "../lib/keys/usage";
 import { API_HEADERS } from "../lib/security-headers";
 import { API_V1_PATH, serveApiV1 } from "./api-routes";
 import { logger } from "../lib/log";
@@ -74,7 +75,8 @@ server.listen(port, hostname, () => {
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, () => {
     server.close();
-    void app.close().finally(() => process.exit(0));
+    // Usage counts still in the process are written before it exits.
+    void Promise.allSettled([app.close(), flushUsage()]).finally(() => process.exit(0));
   });
 }
 

@@ -6,6 +6,7 @@ import { authFailures } from "../ratelimit/auth-failures";
 import { DATASETS_POLICY, enforceRatePolicy, socialPolicy, type RatePolicy } from "../ratelimit/policies";
 import { socialAccessFor, type SocialAccessSettings } from "../social/access";
 import { readOnlyNodeRoute } from "./node";
+import { countKeyUse } from "../keys/usage";
 import { annotateRequest } from "../observability";
 import { problemResponse } from "./problem";
 
@@ -32,10 +33,12 @@ export function apiRoute<Params extends Record<string, string> = Record<string, 
 ) {
   return readOnlyNodeRoute(async (request, { requestId, query, incoming }) => {
     let limitHeaders: Record<string, string> = {};
+    let keyId: string | undefined;
     try {
       const key = await authFailures().authenticate(clientIp(incoming), () =>
         authenticateApiKey(request.headers.get("authorization")),
       );
+      keyId = key.keyId;
       annotateRequest(incoming, { buyerId: key.buyerId });
       if (key.permission !== options.permission) {
         throw new AppError(
@@ -60,9 +63,13 @@ export function apiRoute<Params extends Record<string, string> = Record<string, 
       const response = await handler({ request, requestId, key, params: query as Params, social });
       for (const [name, value] of Object.entries(limitHeaders)) response.headers.set(name, value);
       response.headers.set("X-Request-Id", requestId);
+      countKeyUse(keyId, response.status);
       return response;
     } catch (error) {
-      return problemResponse(error, requestId, limitHeaders);
+      const response = problemResponse(error, requestId, limitHeaders);
+      // Answers to a known key count toward its usage, refusals included; an unknown key has none.
+      if (keyId) countKeyUse(keyId, response.status);
+      return response;
     }
   });
 }

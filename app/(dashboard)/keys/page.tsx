@@ -2,8 +2,10 @@ import type { Metadata } from "next";
 import Link from "next/link";
 import { Badge, linkClass } from "@/components/ui";
 import { requireBuyer } from "@/lib/auth/session";
-import { formatDate, formatDay } from "@/lib/format";
+import { UsageChart } from "@/components/usage-chart";
+import { formatDate, formatDay, formatRelative } from "@/lib/format";
 import { API_KEY_EXPIRY_DAYS, EXPIRES_SOON_DAYS, listApiKeys, type ApiKeyStatus } from "@/lib/keys";
+import { USAGE_RETENTION_DAYS, emptyUsageDays, usageByKey } from "@/lib/keys/usage";
 import { socialAccessFor } from "@/lib/social/access";
 import { SocialAccessSummary } from "./social-access";
 import { CreateKeyButton, ReplaceKeyButton, RevokeKeyButton } from "./key-actions";
@@ -19,7 +21,12 @@ const STATUS: Record<ApiKeyStatus, { label: string; tone: "green" | "amber" | "r
 
 export default async function KeysPage() {
   const buyer = await requireBuyer("/keys");
-  const [keys, social] = await Promise.all([listApiKeys(buyer.id), socialAccessFor(buyer.id)]);
+  const now = new Date();
+  const [keys, social, usage] = await Promise.all([
+    listApiKeys(buyer.id, now),
+    socialAccessFor(buyer.id),
+    usageByKey(buyer.id, 30, now),
+  ]);
   const socialEnabled = social?.enabled ?? false;
   return (
     <div className="space-y-6">
@@ -94,7 +101,15 @@ export default async function KeysPage() {
                       {formatDay(key.expiresAt)}
                     </time>
                   </td>
-                  <td className="px-4 py-3 whitespace-nowrap">{formatDate(key.lastUsedAt, "Never")}</td>
+                  <td className="px-4 py-3 whitespace-nowrap">
+                    {key.lastUsedAt ? (
+                      <time dateTime={key.lastUsedAt.toISOString()} title={formatDate(key.lastUsedAt)}>
+                        {formatRelative(key.lastUsedAt, now)}
+                      </time>
+                    ) : (
+                      "Never"
+                    )}
+                  </td>
                   <td className="px-4 py-3" data-testid="key-status">
                     <Badge tone={STATUS[key.status].tone}>{STATUS[key.status].label}</Badge>
                   </td>
@@ -115,10 +130,43 @@ export default async function KeysPage() {
           </table>
         </div>
       )}
+      {keys.length > 0 && (
+        <section aria-labelledby="usage-heading" className="space-y-3">
+          <h2 id="usage-heading" className="text-lg font-semibold">
+            Usage
+          </h2>
+          <p className="text-sm text-slate-600">
+            Answers of the API per key over the last 30 days (UTC), by outcome. Counts reach this page within seconds.
+          </p>
+          <ul className="grid gap-4 md:grid-cols-2">
+            {keys.map((key) => {
+              const keyUsage = usage.get(key.id);
+              const days = keyUsage?.days ?? emptyUsageDays(now);
+              return (
+                <li
+                  key={key.id}
+                  className="space-y-2 rounded-lg border border-slate-200 bg-white p-4"
+                  data-testid="key-usage"
+                  data-key-id={key.id}
+                >
+                  <div className="flex flex-wrap items-baseline justify-between gap-2">
+                    <h3 className="font-medium">{key.name}</h3>
+                    <p className="text-sm text-slate-600">
+                      <span data-testid="requests-24h">{(keyUsage?.last24Hours ?? 0).toLocaleString("en")}</span>{" "}
+                      requests in the last 24 hours
+                    </p>
+                  </div>
+                  <UsageChart days={days} label={`Usage of ${key.name}`} />
+                </li>
+              );
+            })}
+          </ul>
+        </section>
+      )}
       <SocialAccessSummary buyerId={buyer.id} access={social} />
       <p className="text-xs text-slate-500">
         “Expires soon” means within {EXPIRES_SOON_DAYS} days. Revoking takes effect on the next request. Last use is
-        recorded to the minute.
+        recorded to the minute; usage is kept {USAGE_RETENTION_DAYS} days.
       </p>
     </div>
   );

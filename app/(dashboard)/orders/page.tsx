@@ -3,7 +3,9 @@ import Link from "next/link";
 import { OrderStatusBadge } from "@/components/order-files";
 import { buttonClass, linkClass } from "@/components/ui";
 import { requireBuyer } from "@/lib/auth/session";
+import { UsageChart } from "@/components/usage-chart";
 import { formatDate } from "@/lib/format";
+import { accountUsage } from "@/lib/keys/usage";
 import { orderPage } from "@/lib/orders/queries";
 
 export const metadata: Metadata = { title: "Orders" };
@@ -13,12 +15,19 @@ export default async function OrdersPage({ searchParams }: { searchParams: Promi
   const buyer = await requireBuyer("/orders");
   const requested = Number((await searchParams).offset ?? 0);
   const offset = Number.isSafeInteger(requested) && requested > 0 ? requested : 0;
-  const page = await orderPage(buyer.id, { limit: PAGE_SIZE, offset });
+  const [page, usage] = await Promise.all([orderPage(buyer.id, { limit: PAGE_SIZE, offset }), accountUsage(buyer.id)]);
   return (
     <div className="space-y-6">
       <header className="space-y-2">
         <h1 className="text-2xl font-bold tracking-tight">Orders</h1>
         <p className="text-slate-600">Your paid dataset orders, newest first. Delivered orders can be downloaded.</p>
+        <section aria-label="API usage of this account" className="max-w-xl space-y-1 pt-2">
+          <p className="text-sm text-slate-600">
+            API requests of all your keys: <span data-testid="account-requests-24h">{usage.last24Hours}</span> in the
+            last 24 hours.
+          </p>
+          <UsageChart days={usage.days} label="API usage of this account" />
+        </section>
       </header>
       {page.data.length === 0 ? (
         <p className="rounded-lg border border-dashed border-slate-300 bg-white p-8 text-center text-slate-600">
