@@ -203,6 +203,16 @@ if (accounts) {
     "",
   ]);
 }
+const usageCounting = get("usage-counting") as
+  { on_requests_per_s_median: number; off_requests_per_s_median: number; throughput_on_to_off: number } | undefined;
+if (usageCounting) {
+  rows.push([
+    "list throughput with usage counting on (1,000 accounts)",
+    `${usageCounting.on_requests_per_s_median} req/s`,
+    `${usageCounting.off_requests_per_s_median} req/s (API_USAGE_COUNTING=off)`,
+    `${x(usageCounting.throughput_on_to_off)} (goal ≥ 0.95×)`,
+  ]);
+}
 const download = get("download") as
   | {
       file_mib: number;

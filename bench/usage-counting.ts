@@ -1,0 +1,100 @@
+import { promises as fs } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import pg from "pg";
+import {
+  benchDatabaseUrl,
+  createBenchKeys,
+  deleteBenchKeys,
+  log,
+  ratio,
+  report,
+  requireProductionBuild,
+  round,
+  startAppServer,
+} from "./lib/common";
+import { describeLoad, runLoad, type LoadResult } from "./lib/load";
+import { ensureSeeded, seededBuyers } from "./lib/seed";
+
+/**
+ * What counting API usage per key costs: `GET /api/v1/orders?limit=50` over the 1M-order data set,
+ * 1,000 accounts with their own keys (rate limit on, each account under its limit), 50
+ * connections, with usage counting on against API_USAGE_COUNTING=off, runs alternating (BENCH_RUNS
+ * each, default 2; BENCH_SECONDS). Goal: on >= 0.95x of off.
+ */
+requireProductionBuild();
+const seconds = Number(process.env.BENCH_SECONDS ?? 15);
+const runs = Number(process.env.BENCH_RUNS ?? 2);
+const connections = 50;
+const accountCount = 1_000;
+
+const databaseUrl = benchDatabaseUrl();
+await ensureSeeded(databaseUrl, log);
+const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+const workDir = await fs.mkdtemp(path.join(os.tmpdir(), "bench-usage-"));
+let keys = new Map<string, string>();
+
+try {
+  const buyers = await (await seededBuyers(pool)).regular(accountCount);
+  keys = await createBenchKeys(pool, buyers);
+  const requestsFile = path.join(workDir, "requests.json");
+  await fs.writeFile(
+    requestsFile,
+    JSON.stringify(
+      buyers.map((buyer) => ({
+        path: "/api/v1/orders?limit=50",
+        headers: { authorization: `Bearer ${keys.get(buyer)}` },
+      })),
+    ),
+  );
+  const results: Record<"on" | "off", LoadResult[]> = { on: [], off: [] };
+  for (let run = 0; run < runs; run++) {
+    for (const mode of ["off", "on"] as const) {
+      // Each account stays under 60 a minute: a fresh server per run, and the runs are short.
+      const app = await startAppServer({
+        databaseUrl,
+        storageDir: path.join(workDir, "storage"),
+        env: { API_USAGE_COUNTING: mode },
+      });
+      log(`usage counting ${mode}, run ${run + 1} of ${runs}`);
+      results[mode].push(await runLoad(app, { connections, seconds, warmupSeconds: 2, cycle: true, requestsFile }));
+      await app.stop();
+    }
+  }
+  const median = (loads: LoadResult[]) =>
+    loads.map((load) => load.requests_per_s).sort((a, b) => a - b)[Math.floor(loads.length / 2)]!;
+  const on = median(results.on);
+  const off = median(results.off);
+  const throughput = ratio(on, off);
+  // Warm-ups count too; every answer of the "on" servers is in the table once they stopped.
+  const counted = await pool.query<{ count: string }>(
+    `SELECT coalesce(sum(u.count), 0) AS count FROM api_key_usage u JOIN api_keys k ON k.id = u.key_id
+     WHERE k.name LIKE 'bench-run-%' AND k.buyer_id = ANY($1)`,
+    [buyers],
+  );
+  await report(
+    "usage-counting",
+    {
+      request: "GET /api/v1/orders?limit=50",
+      accounts: accountCount,
+      connections,
+      seconds,
+      runs_each: runs,
+      on: results.on.map(describeLoad),
+      off: results.off.map(describeLoad),
+      on_requests_per_s_median: round(on, 1),
+      off_requests_per_s_median: round(off, 1),
+      throughput_on_to_off: throughput,
+      goal: ">= 0.95",
+      goal_met: throughput >= 0.95,
+      all_responses_2xx: [...results.on, ...results.off].every((load) => load.non_2xx + load.errors === 0),
+      answers_counted_in_on_runs: Number(counted.rows[0]!.count),
+      measured_requests_in_on_runs: results.on.reduce((sum, load) => sum + load.requests_total, 0),
+    },
+    `usage-counting: on ${round(on, 0)} req/s vs off ${round(off, 0)} req/s = ${throughput}x (goal >= 0.95)`,
+  );
+} finally {
+  await deleteBenchKeys(pool, keys.values());
+  await pool.end();
+  await fs.rm(workDir, { recursive: true, force: true });
+}
