@@ -45,6 +45,9 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
                   <Link href="/keys" className={navLink}>
                     API keys
                   </Link>
+                  <Link href="/security" className={navLink}>
+                    Security log
+                  </Link>
                 </>
               )}
               <Link href="/getting-started" className={navLink}>

@@ -64,6 +64,28 @@ test("a key's secret is shown once, works with the API, and stops working when r
   const refused = await api(secret);
   expect(refused.status()).toBe(401);
   expect((await refused.json()).code).toBe("revoked_api_key");
+
+  // The security log has this test's sign-in, the key's creation and its revocation, and exports as CSV.
+  await page.getByRole("link", { name: "Security log" }).click();
+  const events = page.getByTestId("security-event");
+  await expect(events.filter({ hasText: "Key revoked" })).toContainText("warehouse-sync");
+  await expect(events.filter({ hasText: "Key created" })).toContainText("warehouse-sync");
+  await expect(events.filter({ hasText: "Signed in" })).toHaveCount(1);
+  await expect(events.first()).toContainText("You (dashboard)");
+  await screenshot(page, "security-log");
+  await page.getByRole("link", { name: "Key revoked" }).click();
+  await expect(events).toHaveCount(1);
+
+  const exported = await page.request.get("/security/export");
+  expect(exported.status()).toBe(200);
+  expect(exported.headers()["content-type"]).toContain("text/csv");
+  const rows = (await exported.text())
+    .trim()
+    .split("\r\n")
+    .map((line) => [...line.matchAll(/"((?:[^"]|"")*)"/g)].map((match) => match[1]!.replace(/""/g, '"')));
+  expect(rows[0]).toEqual(["time", "event", "detail", "actor", "ip", "count", "last"]);
+  expect(rows.slice(1).map((row) => row[1])).toEqual(["key_revoked", "key_created", "sign_in"]);
+  for (const row of rows.slice(1)) expect(row).toHaveLength(7);
 });
 
 test("keys of each expiry, and a replacement that revokes the old key", async ({ page, request }) => {

@@ -55,6 +55,14 @@ test("a share link opens one order to anyone, and nothing else, until it is revo
   });
   expect(afterRevoke.status()).toBe(404);
   await guest.close();
+
+  // The owner's security log: created, opened (one row counting the opens), revoked.
+  await page.goto("/security");
+  const events = page.getByTestId("security-event");
+  await expect(events.filter({ hasText: "Share link created" })).toContainText("e2e-share: product catalogue");
+  await expect(events.filter({ hasText: "Share link opened" })).toHaveCount(1);
+  await expect(events.filter({ hasText: "Share link opened" })).toContainText("System");
+  await expect(events.filter({ hasText: "Share link revoked" })).toHaveCount(1);
 });
 
 test("the getting-started page shows how to call the API", async ({ page }) => {

@@ -25,6 +25,13 @@ test("a buyer signs in with the e-mailed link, and the link works only once", as
   await otherPage.goto("/keys");
   await expect(otherPage).toHaveURL(/\/signin\?callbackUrl=%2Fkeys$/);
   await other.close();
+
+  // Both the sign-in and the refused second use are in the account's security log.
+  await page.goto("/security");
+  await expect(page.getByTestId("security-event").filter({ hasText: "Signed in" })).toHaveCount(1);
+  await expect(page.getByTestId("security-event").filter({ hasText: "Sign-in link refused" })).toContainText(
+    "A used or unknown sign-in link was used",
+  );
 });
 
 test("an expired sign-in link is refused", async ({ page }) => {

@@ -2,6 +2,7 @@ import { createReadStream, promises as fs } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { z } from "zod";
+import { OPERATOR, recordSecurityEvent } from "../lib/security/log";
 import { createBuyer, findBuyerByEmail } from "../lib/buyers";
 import { disconnectDb } from "../lib/db/client";
 import { prepareDatabase } from "../lib/db/runtime";
@@ -159,6 +160,10 @@ const commands: Record<string, Command> = {
         permission: options.permission,
         expiresInDays: options["expires-days"],
       });
+      await recordSecurityEvent(buyer.id, "key_created", OPERATOR, {
+        id: key.id,
+        detail: `“${key.name}” (${key.permission})`,
+      });
       return {
         json: {
           id: key.id,
@@ -174,6 +179,9 @@ const commands: Record<string, Command> = {
 
   "key:revoke": command("--id ID", z.object({ id: text }), async ({ id }) => {
     const revoked = await revokeApiKey(id);
+    if (!revoked.alreadyRevoked) {
+      await recordSecurityEvent(revoked.buyerId, "key_revoked", OPERATOR, { id, detail: `“${revoked.name}”` });
+    }
     return {
       json: { id, revoked_at: revoked.revokedAt.toISOString() },
       text: `Key ${id} revoked at ${revoked.revokedAt.toISOString()}`,

@@ -9,6 +9,8 @@ import { API_PATH, methodNotAllowed, unroutableApiPath } from "../lib/api/respon
 import { markRequestServer } from "../lib/db/timeouts";
 import { isDownloadLinkPath, serveDownloadLink } from "../lib/downloads/route";
 import { flushUsage } from "../lib/keys/usage";
+import { clientIp } from "../lib/auth/signin-limits";
+import { CLIENT_IP_HEADER } from "../lib/security/header";
 import { API_HEADERS } from "../lib/security-headers";
 import { API_V1_PATH, serveApiV1 } from "./api-routes";
 import { logger } from "../lib/log";
@@ -57,6 +59,8 @@ const handle = app.getRequestHandler();
 
 server.on("request", (req, res) => {
   const requestId = assignRequestId(req);
+  // Pages and server actions see only headers: the client's address goes in one, always overwritten.
+  req.headers[CLIENT_IP_HEADER] = clientIp(req);
   recordRequestWhenDone(req, res, requestId);
   if (UNSUPPORTED_METHODS.has(req.method ?? "")) return void refuseMethod(req, res);
   const unroutable = unroutableApiPath(req.url ?? "/");

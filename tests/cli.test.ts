@@ -134,6 +134,15 @@ describe("the operator CLI", () => {
     expect(orders[0].delivered_at).toBeInstanceOf(Date);
     expect(await sha256OfFile(path.join(storageDir, orders[0].storage_key))).toBe(expectedSha256);
 
+    // The buyer's security log says the operator made it.
+    const { rows: logged } = await sql.query(
+      `SELECT kind, actor, subject_id, detail FROM security_events WHERE subject_id = $1`,
+      [key.id],
+    );
+    expect(logged).toEqual([
+      { kind: "key_created", actor: "operator", subject_id: key.id, detail: "“Warehouse sync” (datasets:read)" },
+    ]);
+
     const { rows: keys } = await sql.query(
       `SELECT secret_hash, prefix, last4, expires_at, revoked_at FROM api_keys WHERE id = $1`,
       [key.id],

@@ -62,14 +62,15 @@ export async function createApiKey(input: {
 export async function revokeApiKey(
   id: string,
   { buyerId, now = new Date() }: { buyerId?: string; now?: Date } = {},
-): Promise<{ id: string; revokedAt: Date }> {
+): Promise<{ id: string; revokedAt: Date; name: string; buyerId: string; alreadyRevoked: boolean }> {
   const key = isTypedId("key", id)
-    ? await db().apiKey.findFirst({ where: { id, buyerId }, select: { revokedAt: true } })
+    ? await db().apiKey.findFirst({ where: { id, buyerId }, select: { revokedAt: true, name: true, buyerId: true } })
     : null;
   if (!key) throw new AppError("key_not_found", `No API key with id ${id}.`);
-  if (key.revokedAt) return { id, revokedAt: key.revokedAt };
+  const found = { id, name: key.name, buyerId: key.buyerId };
+  if (key.revokedAt) return { ...found, revokedAt: key.revokedAt, alreadyRevoked: true };
   await db().apiKey.update({ where: { id }, data: { revokedAt: now } });
-  return { id, revokedAt: now };
+  return { ...found, revokedAt: now, alreadyRevoked: false };
 }
 
 /** A new key with the name and permission of one of the buyer's keys. The old key is left as it is. */

@@ -37,10 +37,10 @@ export async function createShareLink(input: {
   orderId: string;
   expiry: ShareLinkExpiry;
   now?: Date;
-}): Promise<{ id: string; token: string; expiresAt: Date | null }> {
+}): Promise<{ id: string; token: string; expiresAt: Date | null; orderName: string }> {
   const order = await db().order.findFirst({
     where: { id: input.orderId, buyerId: input.buyerId },
-    select: { id: true },
+    select: { id: true, name: true },
   });
   if (!order) throw new AppError("order_not_found", `No order ${input.orderId} for this account.`);
   const token = TOKEN_PREFIX + randomBytes(32).toString("base64url");
@@ -56,7 +56,7 @@ export async function createShareLink(input: {
     },
     select: { id: true },
   });
-  return { id: link.id, token, expiresAt };
+  return { id: link.id, token, expiresAt, orderName: order.name };
 }
 
 /** The links of one of the buyer's orders, newest first. */
@@ -92,14 +92,20 @@ export async function revokeShareLink(buyerId: string, linkId: string, now = new
 export async function resolveShareToken(
   token: string,
   now = new Date(),
-): Promise<{ orderId: string; buyerId: string } | undefined> {
+): Promise<{ linkId: string; orderId: string; orderName: string; buyerId: string } | undefined> {
   if (!TOKEN_PATTERN.test(token)) return undefined;
   const link = await db().shareLink.findUnique({
     where: { tokenHash: hashToken(token) },
-    select: { orderId: true, expiresAt: true, revokedAt: true, order: { select: { buyerId: true } } },
+    select: {
+      id: true,
+      orderId: true,
+      expiresAt: true,
+      revokedAt: true,
+      order: { select: { buyerId: true, name: true } },
+    },
   });
   if (!link || linkStatus(link, now) !== "active") return undefined;
-  return { orderId: link.orderId, buyerId: link.order.buyerId };
+  return { linkId: link.id, orderId: link.orderId, orderName: link.order.name, buyerId: link.order.buyerId };
 }
 
 function linkStatus(link: { expiresAt: Date | null; revokedAt: Date | null }, now: Date): ShareLinkStatus {

@@ -3,6 +3,8 @@
 import { z } from "zod";
 import { buyerAction } from "@/lib/auth/buyer-action";
 import { isTypedId } from "@/lib/ids";
+import { sessionActor } from "@/lib/security/client";
+import { recordSecurityEvent } from "@/lib/security/log";
 import {
   apiKeyExpiryDaysSchema,
   apiKeyPermissionSchema,
@@ -34,19 +36,38 @@ export const createKeyAction = buyerAction(
     expiresInDays: expiryField,
     permission: apiKeyPermissionSchema,
   }),
-  async (buyerId, input) => ({ ok: true, key: created(await createApiKey({ buyerId, ...input })) }),
+  async (buyerId, input) => {
+    const key = await createApiKey({ buyerId, ...input });
+    await recordSecurityEvent(buyerId, "key_created", await sessionActor(), {
+      id: key.id,
+      detail: `“${key.name}” (${key.permission})`,
+    });
+    return { ok: true, key: created(key) };
+  },
   { revalidate: KEYS_PAGE },
 );
 
 export const replaceKeyAction = buyerAction(
   z.object({ keyId: keyIdSchema, expiresInDays: expiryField, revokeOld: z.boolean() }),
   async (buyerId, { keyId, expiresInDays, revokeOld }) => {
+    const actor = await sessionActor();
     const key = created(await replaceApiKey({ buyerId, keyId, expiresInDays }));
+    await recordSecurityEvent(buyerId, "key_replaced", actor, {
+      id: keyId,
+      detail: `“${key.name}” replaced by a new key (${key.id})`,
+    });
     if (revokeOld) {
       // The new key exists now, so its secret is returned whatever happens to the old one.
-      await revokeApiKey(keyId, { buyerId }).catch(() => {
-        key.warning = "The old key could not be revoked. Revoke it from the list.";
-      });
+      await revokeApiKey(keyId, { buyerId }).then(
+        async (old) => {
+          if (!old.alreadyRevoked) {
+            await recordSecurityEvent(buyerId, "key_revoked", actor, { id: keyId, detail: `“${old.name}”` });
+          }
+        },
+        () => {
+          key.warning = "The old key could not be revoked. Revoke it from the list.";
+        },
+      );
     }
     return { ok: true, key };
   },
@@ -56,7 +77,13 @@ export const replaceKeyAction = buyerAction(
 export const revokeKeyAction = buyerAction(
   keyIdSchema,
   async (buyerId, keyId) => {
-    await revokeApiKey(keyId, { buyerId });
+    const revoked = await revokeApiKey(keyId, { buyerId });
+    if (!revoked.alreadyRevoked) {
+      await recordSecurityEvent(buyerId, "key_revoked", await sessionActor(), {
+        id: keyId,
+        detail: `“${revoked.name}”`,
+      });
+    }
     return { ok: true };
   },
   { revalidate: KEYS_PAGE },

@@ -3,7 +3,10 @@ import { OrderFiles, OrderStatusBadge, notDownloadableReason } from "@/component
 import { Notice } from "@/components/ui";
 import { formatDate } from "@/lib/format";
 import { getOrder } from "@/lib/orders/queries";
+import { CLIENT_IP_HEADER } from "@/lib/security/header";
+import { recordShareOpened } from "@/lib/security/log";
 import { resolveShareToken } from "@/lib/shares";
+import { headers } from "next/headers";
 
 export const metadata: Metadata = { title: "Shared order", robots: { index: false, follow: false } };
 
@@ -28,6 +31,7 @@ export default async function SharedOrderPage({
       </div>
     );
   }
+  await recordShareOpened(shared.buyerId, shared.linkId, shared.orderName, (await headers()).get(CLIENT_IP_HEADER));
   const order = await getOrder(shared.buyerId, shared.orderId);
   const refused = (await searchParams).refused !== undefined;
   return (

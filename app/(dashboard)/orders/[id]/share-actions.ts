@@ -4,6 +4,8 @@ import { z } from "zod";
 import { buyerAction } from "@/lib/auth/buyer-action";
 import { isTypedId } from "@/lib/ids";
 import { createShareLink, revokeShareLink, shareLinkExpirySchema } from "@/lib/shares";
+import { sessionActor } from "@/lib/security/client";
+import { recordSecurityEvent } from "@/lib/security/log";
 import { siteOrigin } from "@/lib/site";
 
 /** Share-link mutations of an order page (session, validation and CSRF: see buyerAction). */
@@ -19,6 +21,10 @@ export const createShareLinkAction = buyerAction(
   }),
   async (buyerId, { orderId, expiry }) => {
     const link = await createShareLink({ buyerId, orderId, expiry });
+    await recordSecurityEvent(buyerId, "share_created", await sessionActor(), {
+      id: link.id,
+      detail: `Share link of “${link.orderName}”, ${link.expiresAt ? `expires ${link.expiresAt.toISOString()}` : "never expires"}`,
+    });
     return { ok: true, url: `${await siteOrigin()}/share/${link.token}` };
   },
   { revalidate: orderPage },
@@ -26,8 +32,12 @@ export const createShareLinkAction = buyerAction(
 
 export const revokeShareLinkAction = buyerAction(
   z.object({ orderId: orderIdSchema, linkId: z.string().refine((id) => isTypedId("shr", id), INVALID) }),
-  async (buyerId, { linkId }) => {
+  async (buyerId, { orderId, linkId }) => {
     await revokeShareLink(buyerId, linkId);
+    await recordSecurityEvent(buyerId, "share_revoked", await sessionActor(), {
+      id: linkId,
+      detail: `Share link ${linkId} of order ${orderId}`,
+    });
     return { ok: true };
   },
   { revalidate: orderPage },

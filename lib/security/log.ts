@@ -1,0 +1,133 @@
+import { db, sqlQuery } from "../db/client";
+import { errorFields, logger } from "../log";
+
+/**
+ * The security log of a buyer's account: sign-ins and refused sign-in links, keys created,
+ * replaced, revoked and expired, share links created, revoked and opened; with the time, who did it
+ * (a dashboard session, the operator's CLI, or the system) and the client's address. Kept one year.
+ * Recording never fails what it records: a write that fails is logged for the operator instead.
+ */
+export const SECURITY_EVENT_KINDS = [
+  "sign_in",
+  "sign_in_link_refused",
+  "key_created",
+  "key_replaced",
+  "key_revoked",
+  "key_expired",
+  "share_created",
+  "share_revoked",
+  "share_opened",
+] as const;
+export type SecurityEventKind = (typeof SECURITY_EVENT_KINDS)[number];
+
+export const SECURITY_EVENT_LABELS: Record<SecurityEventKind, string> = {
+  sign_in: "Signed in",
+  sign_in_link_refused: "Sign-in link refused",
+  key_created: "Key created",
+  key_replaced: "Key replaced",
+  key_revoked: "Key revoked",
+  key_expired: "Key expired",
+  share_created: "Share link created",
+  share_revoked: "Share link revoked",
+  share_opened: "Share link opened",
+};
+
+export type Actor = { actor: "session" | "operator" | "system"; ip?: string | null };
+export const OPERATOR: Actor = { actor: "operator" };
+
+export const SECURITY_LOG_RETENTION_DAYS = 365;
+
+export async function recordSecurityEvent(
+  buyerId: string,
+  kind: SecurityEventKind,
+  by: Actor,
+  subject: { id?: string; detail: string },
+): Promise<void> {
+  await db()
+    .securityEvent.create({
+      data: {
+        buyerId,
+        kind,
+        actor: by.actor,
+        ip: by.ip ?? null,
+        subjectId: subject.id ?? null,
+        detail: subject.detail,
+      },
+    })
+    .catch((error: unknown) => logger().warn({ kind, ...errorFields(error) }, "security log: event not recorded"));
+}
+
+/** A share link's opens count up in one row per link: the first open's time, the last's, and how many. */
+export async function recordShareOpened(buyerId: string, linkId: string, orderName: string, ip: string | null) {
+  await sqlQuery(
+    `INSERT INTO security_events (id, buyer_id, kind, actor, ip, subject_id, detail)
+     VALUES ('sev_' || md5($2 || ':opened'), $1, 'share_opened', 'system', $3, $2, $4)
+     ON CONFLICT (id) DO UPDATE SET count = security_events.count + 1, last_at = now(), ip = EXCLUDED.ip`,
+    [buyerId, linkId, ip, `Share link of “${orderName}”`],
+  ).catch((error: unknown) => logger().warn({ ...errorFields(error) }, "security log: share opening not recorded"));
+}
+
+/** Keys that expired unrevoked get their "expired" event once (its id is made from the key's), at their expiry time. */
+async function recordExpiredKeys(buyerId: string): Promise<void> {
+  await sqlQuery(
+    `INSERT INTO security_events (id, buyer_id, kind, actor, subject_id, detail, created_at, last_at)
+     SELECT 'sev_' || md5(id || ':expired'), buyer_id, 'key_expired', 'system', id, name, expires_at, expires_at
+     FROM api_keys WHERE buyer_id = $1 AND revoked_at IS NULL AND expires_at <= now()
+     ON CONFLICT (id) DO NOTHING`,
+    [buyerId],
+  );
+}
+
+export type SecurityEventView = {
+  id: string;
+  kind: SecurityEventKind;
+  actor: string;
+  ip: string | null;
+  detail: string;
+  count: number;
+  createdAt: Date;
+  lastAt: Date;
+};
+
+/** The buyer's log, newest first, optionally of one kind; at most `limit` events. */
+export async function listSecurityEvents(
+  buyerId: string,
+  { kind, limit = 500 }: { kind?: SecurityEventKind; limit?: number } = {},
+): Promise<SecurityEventView[]> {
+  await recordExpiredKeys(buyerId);
+  await db().securityEvent.deleteMany({
+    where: { buyerId, createdAt: { lt: new Date(Date.now() - SECURITY_LOG_RETENTION_DAYS * 86_400_000) } },
+  });
+  return db().securityEvent.findMany({
+    where: { buyerId, ...(kind ? { kind } : {}) },
+    orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+    take: limit,
+    select: { id: true, kind: true, actor: true, ip: true, detail: true, count: true, createdAt: true, lastAt: true },
+  });
+}
+
+/** The log as CSV (RFC 4180), a header line first. */
+export function securityEventsCsv(events: SecurityEventView[]): string {
+  const cell = (value: string | number | null) => {
+    const text = value === null ? "" : String(value);
+    // Quoted, inner quotes doubled; a leading = + - @ is prefixed so a spreadsheet never runs it as a formula.
+    return `"${(/^[=+\-@]/.test(text) ? `'${text}` : text).replace(/"/g, '""')}"`;
+  };
+  const lines = [["time", "event", "detail", "actor", "ip", "count", "last"].map(cell).join(",")];
+  for (const event of events) {
+    lines.push(
+      [
+        event.createdAt.toISOString(),
+        event.kind,
+        event.detail,
+        event.actor,
+        event.ip,
+        event.count,
+        event.lastAt.toISOString(),
+      ]
+        .map(cell)
+        .join(","),
+    );
+  }
+  return lines.join("\r\n") + "\r\n";
+}
