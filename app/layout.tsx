@@ -1,5 +1,6 @@
 import type { Metadata, Viewport } from "next";
 import Link from "next/link";
+import { NavLink } from "@/components/nav-link";
 import type { ReactNode } from "react";
 import { SignOutButton } from "@/components/sign-out-button";
 import { buttonClass } from "@/components/ui";
@@ -11,9 +12,6 @@ export const metadata: Metadata = {
   description: "Your purchased datasets: a dashboard and a read-only API to list orders and download delivered files.",
 };
 export const viewport: Viewport = { width: "device-width", initialScale: 1 };
-
-const navLink =
-  "rounded px-1 text-slate-700 hover:text-slate-900 focus-visible:outline-2 focus-visible:outline-blue-600";
 
 /**
  * Every page is rendered per request (the session is read here): the Content-Security-Policy
@@ -39,23 +37,13 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
             <nav aria-label="Main" className="flex flex-wrap items-center gap-x-4 gap-y-2 text-sm">
               {buyer && (
                 <>
-                  <Link href="/orders" className={navLink}>
-                    Orders
-                  </Link>
-                  <Link href="/keys" className={navLink}>
-                    API keys
-                  </Link>
-                  <Link href="/security" className={navLink}>
-                    Security log
-                  </Link>
+                  <NavLink href="/orders">Orders</NavLink>
+                  <NavLink href="/keys">API keys</NavLink>
+                  <NavLink href="/security">Security log</NavLink>
                 </>
               )}
-              <Link href="/getting-started" className={navLink}>
-                Getting started
-              </Link>
-              <Link href="/docs/api" className={navLink}>
-                API reference
-              </Link>
+              <NavLink href="/getting-started">Getting started</NavLink>
+              <NavLink href="/docs/api">API reference</NavLink>
               {buyer ? (
                 <span className="flex items-center gap-2">
                   <span className="hidden text-slate-500 sm:inline" data-testid="signed-in-as">

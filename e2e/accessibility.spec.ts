@@ -1,19 +1,32 @@
+import { apiKey } from "../tests/helpers/fixtures";
 import { buyerWithOrders, expect, screenshot, signIn, test } from "./helpers";
 
 test("the dashboard reads on a phone without sideways scrolling", async ({ page }) => {
   await page.setViewportSize({ width: 390, height: 844 });
   const account = await buyerWithOrders("e2e-phone");
+  await apiKey(account.id);
   await signIn(page, account.email);
   for (const [path, name] of [
     ["/orders", "phone-orders"],
     [`/orders/${account.delivered.id}`, "phone-order"],
     ["/keys", "phone-keys"],
+    ["/security", "phone-security-log"],
     ["/getting-started", "phone-getting-started"],
+    ["/docs/api", "phone-api-reference"],
   ] as const) {
     await page.goto(path);
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     expect(overflow, `${path} is wider than the screen`).toBeLessThanOrEqual(0);
     await screenshot(page, name);
+  }
+  // On the keys page every key is a card whose actions are on screen, not off to the right.
+  await page.goto("/keys");
+  await expect(page.getByRole("link", { name: "API keys" })).toHaveAttribute("aria-current", "page");
+  const card = page.getByTestId("key-card");
+  await expect(card).toHaveCount(1);
+  for (const action of [/^Replace/, /^Revoke/]) {
+    const box = await card.getByRole("button", { name: action }).boundingBox();
+    expect(box!.x + box!.width).toBeLessThanOrEqual(390);
   }
 });
 

@@ -115,9 +115,13 @@ function checkedContentType(contentType: string): string {
   return contentType;
 }
 
+/** Types mime-types does not know for formats scraped datasets come in: one JSON document per line. */
+const DATASET_TYPES: Record<string, string> = { jsonl: "application/x-ndjson", ndjson: "application/x-ndjson" };
+
 /** The content type a file's name suggests. */
 export function contentTypeOf(name: string): string {
-  return mime.lookup(name) || "application/octet-stream";
+  const extension = name.toLowerCase().split(".").pop() ?? "";
+  return DATASET_TYPES[extension] ?? (mime.lookup(name) || "application/octet-stream");
 }
 
 async function recordFile(

@@ -52,56 +52,31 @@ export default async function KeysPage() {
           No keys yet. Create one to call the API.
         </p>
       ) : (
-        <div className="overflow-x-auto rounded-lg border border-slate-200 bg-white">
-          <table className="min-w-full divide-y divide-slate-200 text-sm">
-            <caption className="sr-only">Your API keys, newest first</caption>
-            <thead className="bg-slate-50 text-left text-xs font-semibold tracking-wide text-slate-600 uppercase">
-              <tr>
-                <th scope="col" className="px-4 py-3">
-                  Name
-                </th>
-                <th scope="col" className="px-4 py-3">
-                  Key
-                </th>
-                <th scope="col" className="px-4 py-3">
-                  Permission
-                </th>
-                <th scope="col" className="px-4 py-3">
-                  Created
-                </th>
-                <th scope="col" className="px-4 py-3">
-                  Expires
-                </th>
-                <th scope="col" className="px-4 py-3">
-                  Last used
-                </th>
-                <th scope="col" className="px-4 py-3">
-                  Status
-                </th>
-                <th scope="col" className="px-4 py-3">
-                  <span className="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody className="divide-y divide-slate-100">
-              {keys.map((key) => (
-                <tr key={key.id} data-testid="key-row" data-key-id={key.id}>
-                  <th scope="row" className="px-4 py-3 text-left font-medium">
-                    {key.name}
-                  </th>
-                  <td className="px-4 py-3 font-mono text-xs whitespace-nowrap">{key.display}</td>
-                  <td className="px-4 py-3 font-mono text-xs">{key.permission}</td>
-                  <td className="px-4 py-3 whitespace-nowrap">
-                    <time dateTime={key.createdAt.toISOString()} title={formatDate(key.createdAt)}>
-                      {formatDay(key.createdAt)}
-                    </time>
-                  </td>
-                  <td className="px-4 py-3 whitespace-nowrap">
-                    <time dateTime={key.expiresAt.toISOString()} title={formatDate(key.expiresAt)}>
-                      {formatDay(key.expiresAt)}
-                    </time>
-                  </td>
-                  <td className="px-4 py-3 whitespace-nowrap">
+        <>
+          {/* Phones: one card per key, everything including the actions in view. */}
+          <ul className="space-y-3 md:hidden" aria-label="Your API keys, newest first">
+            {keys.map((key) => (
+              <li
+                key={key.id}
+                className="space-y-3 rounded-lg border border-slate-200 bg-white p-4 text-sm"
+                data-testid="key-card"
+                data-key-id={key.id}
+              >
+                <div className="flex items-start justify-between gap-2">
+                  <h2 className="font-medium break-words">{key.name}</h2>
+                  <Badge tone={STATUS[key.status].tone}>{STATUS[key.status].label}</Badge>
+                </div>
+                <dl className="grid grid-cols-[auto_1fr] gap-x-3 gap-y-1 text-slate-700">
+                  <dt className="text-slate-500">Key</dt>
+                  <dd className="font-mono text-xs break-all">{key.display}</dd>
+                  <dt className="text-slate-500">Permission</dt>
+                  <dd className="font-mono text-xs">{key.permission}</dd>
+                  <dt className="text-slate-500">Expires</dt>
+                  <dd>
+                    <time dateTime={key.expiresAt.toISOString()}>{formatDay(key.expiresAt)}</time>
+                  </dd>
+                  <dt className="text-slate-500">Last used</dt>
+                  <dd>
                     {key.lastUsedAt ? (
                       <time dateTime={key.lastUsedAt.toISOString()} title={formatDate(key.lastUsedAt)}>
                         {formatRelative(key.lastUsedAt, now)}
@@ -109,26 +84,98 @@ export default async function KeysPage() {
                     ) : (
                       "Never"
                     )}
-                  </td>
-                  <td className="px-4 py-3" data-testid="key-status">
-                    <Badge tone={STATUS[key.status].tone}>{STATUS[key.status].label}</Badge>
-                  </td>
-                  <td className="px-4 py-3">
-                    <div className="flex justify-end gap-2">
-                      <ReplaceKeyButton
-                        keyId={key.id}
-                        name={key.name}
-                        expiryChoices={[...API_KEY_EXPIRY_DAYS]}
-                        canRevokeOld={key.status !== "revoked"}
-                      />
-                      {key.status !== "revoked" && <RevokeKeyButton keyId={key.id} name={key.name} />}
-                    </div>
-                  </td>
+                  </dd>
+                </dl>
+                <div className="flex flex-wrap gap-2">
+                  <ReplaceKeyButton
+                    keyId={key.id}
+                    name={key.name}
+                    expiryChoices={[...API_KEY_EXPIRY_DAYS]}
+                    canRevokeOld={key.status !== "revoked"}
+                  />
+                  {key.status !== "revoked" && <RevokeKeyButton keyId={key.id} name={key.name} />}
+                </div>
+              </li>
+            ))}
+          </ul>
+          <div className="hidden overflow-x-auto rounded-lg border border-slate-200 bg-white md:block">
+            <table className="min-w-full divide-y divide-slate-200 text-sm">
+              <caption className="sr-only">Your API keys, newest first</caption>
+              <thead className="bg-slate-50 text-left text-xs font-semibold tracking-wide text-slate-600 uppercase">
+                <tr>
+                  <th scope="col" className="px-4 py-3">
+                    Name
+                  </th>
+                  <th scope="col" className="px-4 py-3">
+                    Key
+                  </th>
+                  <th scope="col" className="px-4 py-3">
+                    Permission
+                  </th>
+                  <th scope="col" className="px-4 py-3">
+                    Created
+                  </th>
+                  <th scope="col" className="px-4 py-3">
+                    Expires
+                  </th>
+                  <th scope="col" className="px-4 py-3">
+                    Last used
+                  </th>
+                  <th scope="col" className="px-4 py-3">
+                    Status
+                  </th>
+                  <th scope="col" className="px-4 py-3">
+                    <span className="sr-only">Actions</span>
+                  </th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+              </thead>
+              <tbody className="divide-y divide-slate-100">
+                {keys.map((key) => (
+                  <tr key={key.id} data-testid="key-row" data-key-id={key.id}>
+                    <th scope="row" className="px-4 py-3 text-left font-medium">
+                      {key.name}
+                    </th>
+                    <td className="px-4 py-3 font-mono text-xs whitespace-nowrap">{key.display}</td>
+                    <td className="px-4 py-3 font-mono text-xs">{key.permission}</td>
+                    <td className="px-4 py-3 whitespace-nowrap">
+                      <time dateTime={key.createdAt.toISOString()} title={formatDate(key.createdAt)}>
+                        {formatDay(key.createdAt)}
+                      </time>
+                    </td>
+                    <td className="px-4 py-3 whitespace-nowrap">
+                      <time dateTime={key.expiresAt.toISOString()} title={formatDate(key.expiresAt)}>
+                        {formatDay(key.expiresAt)}
+                      </time>
+                    </td>
+                    <td className="px-4 py-3 whitespace-nowrap">
+                      {key.lastUsedAt ? (
+                        <time dateTime={key.lastUsedAt.toISOString()} title={formatDate(key.lastUsedAt)}>
+                          {formatRelative(key.lastUsedAt, now)}
+                        </time>
+                      ) : (
+                        "Never"
+                      )}
+                    </td>
+                    <td className="px-4 py-3" data-testid="key-status">
+                      <Badge tone={STATUS[key.status].tone}>{STATUS[key.status].label}</Badge>
+                    </td>
+                    <td className="px-4 py-3">
+                      <div className="flex justify-end gap-2">
+                        <ReplaceKeyButton
+                          keyId={key.id}
+                          name={key.name}
+                          expiryChoices={[...API_KEY_EXPIRY_DAYS]}
+                          canRevokeOld={key.status !== "revoked"}
+                        />
+                        {key.status !== "revoked" && <RevokeKeyButton keyId={key.id} name={key.name} />}
+                      </div>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </>
       )}
       {keys.length > 0 && (
         <section aria-labelledby="usage-heading" className="space-y-3">
