@@ -73,3 +73,13 @@ test("the getting-started page shows how to call the API", async ({ page }) => {
   await expect(page).toHaveURL(/\/docs\/api$/);
   await screenshot(page, "getting-started-api-reference");
 });
+
+test("a share link cannot be made for a refunded or unfinished order", async ({ page }) => {
+  const account = await buyerWithOrders("e2e-share-refunded");
+  await signIn(page, account.email);
+  for (const order of [account.refunded, account.unfinished]) {
+    await page.goto(`/orders/${order.id}`);
+    await expect(page.getByTestId("not-shareable")).toContainText("delivered orders only");
+    await expect(page.getByRole("button", { name: "Create share link" })).toHaveCount(0);
+  }
+});

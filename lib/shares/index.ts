@@ -40,9 +40,16 @@ export async function createShareLink(input: {
 }): Promise<{ id: string; token: string; expiresAt: Date | null; orderName: string }> {
   const order = await db().order.findFirst({
     where: { id: input.orderId, buyerId: input.buyerId },
-    select: { id: true, name: true },
+    select: { id: true, name: true, status: true },
   });
   if (!order) throw new AppError("order_not_found", `No order ${input.orderId} for this account.`);
+  // A link promises downloads: one for an order whose files are refused would only disappoint.
+  if (order.status !== "delivered") {
+    throw new AppError(
+      "order_not_delivered",
+      `Share links can be made for delivered orders only; this order is ${order.status}.`,
+    );
+  }
   const token = TOKEN_PREFIX + randomBytes(32).toString("base64url");
   const now = input.now ?? new Date();
   const expiresAt = input.expiry === "never" ? null : new Date(now.getTime() + input.expiry * 24 * 60 * 60 * 1000);

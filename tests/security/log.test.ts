@@ -61,3 +61,14 @@ it("exports CSV whose cells cannot run as spreadsheet formulas", () => {
     '"2026-11-22T10:00:00.000Z","key_created","\'=HYPERLINK(""http://evil"")","session","127.0.0.1","1","2026-11-22T10:00:00.000Z"',
   );
 });
+
+it("refuses a share link for an order that is not delivered, and records nothing", async () => {
+  const account = await buyer("security-refunded");
+  for (const status of ["refunded", "unfinished"] as const) {
+    const refused = await order(account.id, { status });
+    await expect(createShareLink({ buyerId: account.id, orderId: refused.id, expiry: 7 })).rejects.toThrow(
+      `Share links can be made for delivered orders only; this order is ${status}.`,
+    );
+  }
+  expect(await db().shareLink.count({ where: { order: { buyerId: account.id } } })).toBe(0);
+});

@@ -57,6 +57,11 @@ export default async function OrderPage({
       <ShareLinks
         orderId={order.id}
         expiryChoices={[...SHARE_LINK_EXPIRY_DAYS]}
+        notShareable={
+          order.status === "delivered"
+            ? undefined
+            : `Share links can be made for delivered orders only: this order is ${order.status}, so its files cannot be downloaded.`
+        }
         links={links.map((link) => ({
           id: link.id,
           display: link.display,

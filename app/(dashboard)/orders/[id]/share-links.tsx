@@ -20,10 +20,13 @@ export function ShareLinks({
   orderId,
   links,
   expiryChoices,
+  notShareable,
 }: {
   orderId: string;
   links: LinkRow[];
   expiryChoices: number[];
+  /** Why no link can be made for this order (it is not delivered), if so. */
+  notShareable?: string;
 }) {
   const { pending, error, run } = useAction();
   const [createdUrl, setCreatedUrl] = useState<string>();
@@ -48,24 +51,30 @@ export function ShareLinks({
         delivered files without signing in. Revoke it when it is no longer needed.
       </p>
       {error && revoking === undefined && <Notice tone="error">{error}</Notice>}
-      <form onSubmit={create} className="flex flex-wrap items-end gap-3">
-        <div className="space-y-1">
-          <label htmlFor="share-expiry" className="block text-sm font-medium">
-            Link expires
-          </label>
-          <select id="share-expiry" name="expiry" defaultValue="7" className={inputClass}>
-            {expiryChoices.map((days) => (
-              <option key={days} value={days}>
-                after {days} day{days === 1 ? "" : "s"}
-              </option>
-            ))}
-            <option value="never">never (until revoked)</option>
-          </select>
-        </div>
-        <Button type="submit" disabled={pending}>
-          Create share link
-        </Button>
-      </form>
+      {notShareable ? (
+        <p className="text-sm text-slate-700" data-testid="not-shareable">
+          {notShareable}
+        </p>
+      ) : (
+        <form onSubmit={create} className="flex flex-wrap items-end gap-3">
+          <div className="space-y-1">
+            <label htmlFor="share-expiry" className="block text-sm font-medium">
+              Link expires
+            </label>
+            <select id="share-expiry" name="expiry" defaultValue="7" className={inputClass}>
+              {expiryChoices.map((days) => (
+                <option key={days} value={days}>
+                  after {days} day{days === 1 ? "" : "s"}
+                </option>
+              ))}
+              <option value="never">never (until revoked)</option>
+            </select>
+          </div>
+          <Button type="submit" disabled={pending}>
+            Create share link
+          </Button>
+        </form>
+      )}
       {links.length > 0 && (
         <ul className="divide-y divide-slate-100 rounded-lg border border-slate-200 bg-white text-sm">
           {links.map((link) => (
