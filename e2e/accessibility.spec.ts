@@ -1,3 +1,5 @@
+import AxeBuilder from "@axe-core/playwright";
+import { createShareLink } from "../lib/shares";
 import { apiKey } from "../tests/helpers/fixtures";
 import { buyerWithOrders, expect, screenshot, signIn, test } from "./helpers";
 
@@ -52,4 +54,36 @@ test("a key can be created with the keyboard alone", async ({ page }) => {
   await expect(shown).toBeHidden();
   await expect(page.getByRole("button", { name: "Create key" })).toBeFocused();
   await expect(page.getByTestId("key-row").filter({ hasText: "keyboard-only" })).toHaveCount(1);
+});
+
+test("every page passes an axe-core check (WCAG 2.1 A and AA)", async ({ page }) => {
+  const account = await buyerWithOrders("e2e-axe");
+  await apiKey(account.id);
+  const pages = [
+    "/signin",
+    "/getting-started",
+    "/docs/api",
+    "/orders",
+    `/orders/${account.delivered.id}`,
+    `/orders/${account.refunded.id}`,
+    "/keys",
+    "/security",
+  ];
+  const check = async (path: string) => {
+    await page.goto(path);
+    const { violations } = await new AxeBuilder({ page })
+      .withTags(["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"])
+      .analyze();
+    const found = violations.map((v) => `${path}: ${v.id} (${v.nodes.length}): ${v.nodes[0]?.target.join(" ")}`);
+    expect(found, found.join("\n")).toEqual([]);
+  };
+  const share = await createShareLink({ buyerId: account.id, orderId: account.delivered.id, expiry: 7 });
+  await check("/signin");
+  await check(`/share/${share.token}`);
+  await signIn(page, account.email);
+  for (const path of pages.slice(1)) {
+    await check(path);
+    if (path === "/docs/api") await screenshot(page, "api-reference");
+    if (path === "/security") await screenshot(page, "security-log-desktop");
+  }
 });
