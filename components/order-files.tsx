@@ -1,3 +1,4 @@
+import { CopyButton } from "./copy-button";
 import { formatBytes, formatDate } from "@/lib/format";
 import type { OrderView } from "@/lib/orders/queries";
 import { Badge, Notice, buttonClass } from "./ui";
@@ -19,13 +20,22 @@ export function notDownloadableReason(status: OrderView["status"]): string {
  * An order's files with download links (`downloadHref`: the dashboard's or a share link's
  * route, both of which redirect to a short-lived signed URL).
  */
-export function OrderFiles({ order, downloadHref }: { order: OrderView; downloadHref: (fileId: string) => string }) {
+export function OrderFiles({
+  order,
+  downloadHref,
+  reasonShown = false,
+}: {
+  order: OrderView;
+  downloadHref: (fileId: string) => string;
+  /** The page already says why downloads are refused (after a refused download): one banner, not two. */
+  reasonShown?: boolean;
+}) {
   return (
     <section className="space-y-3" aria-labelledby="files-heading">
       <h2 id="files-heading" className="text-lg font-semibold">
         Files
       </h2>
-      {!order.downloadable && (
+      {!order.downloadable && !reasonShown && (
         <Notice tone="warning">
           <span id="files-not-downloadable" data-testid="not-downloadable">
             {notDownloadableReason(order.status)}
@@ -43,11 +53,14 @@ export function OrderFiles({ order, downloadHref }: { order: OrderView; download
                 <p className="text-sm text-slate-600">
                   {formatBytes(file.size)} · {file.content_type} · added {formatDate(file.created_at)}
                 </p>
-                <p className="font-mono text-xs break-all text-slate-500">
-                  <span className="sr-only">SHA-256: </span>
-                  <span aria-hidden>sha256 </span>
-                  <span data-testid="file-sha256">{file.sha256}</span>
-                </p>
+                <div className="flex flex-wrap items-center gap-2">
+                  <p className="font-mono text-xs break-all text-slate-500">
+                    <span className="sr-only">SHA-256: </span>
+                    <span aria-hidden>sha256 </span>
+                    <span data-testid="file-sha256">{file.sha256}</span>
+                  </p>
+                  <CopyButton value={file.sha256} label={`Copy sha256 of ${file.name}`} />
+                </div>
               </div>
               {order.downloadable ? (
                 // A plain link: the download is a redirect to a signed URL, not a page.

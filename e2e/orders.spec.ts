@@ -38,6 +38,8 @@ test("a refunded order refuses downloads with a clear message", async ({ page })
   );
   await expect(page.getByRole("button", { name: "Download unavailable" })).toBeDisabled();
   await expect(page.getByRole("link", { name: /^Download/ })).toHaveCount(0);
+  await expect(page.getByTestId("refunded-on")).toHaveText(/^Refunded on \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC$/);
+  await expect(page.getByText("Delivered", { exact: true })).toHaveCount(0);
   await screenshot(page, "order-refunded");
 
   // Straight to the download address: no bytes, back to the order with the reason.
@@ -45,6 +47,12 @@ test("a refunded order refuses downloads with a clear message", async ({ page })
   const response = await page.goto(`/orders/${account.refunded.id}/files/${fileId}`);
   expect(response?.url()).toMatch(new RegExp(`/orders/${account.refunded.id}\\?refused$`));
   await expect(page.getByTestId("download-refused")).toContainText("Download refused. This order was refunded");
+  // One banner saying why, not two.
+  await expect(page.getByTestId("not-downloadable")).toHaveCount(0);
+
+  // An unfinished order says what happens next.
+  await page.goto(`/orders/${account.unfinished.id}`);
+  await expect(page.getByTestId("what-next")).toContainText("download once the order is delivered");
 });
 
 test("another buyer's order does not exist for this buyer", async ({ page }) => {

@@ -21,7 +21,14 @@ export async function createOrder(input: {
   const status = input.status ?? "unfinished";
   const now = input.now ?? new Date();
   const order = await db().order.create({
-    data: { buyerId: input.buyerId, name, status, paidAt: now, deliveredAt: status === "delivered" ? now : null },
+    data: {
+      buyerId: input.buyerId,
+      name,
+      status,
+      paidAt: now,
+      deliveredAt: status === "delivered" ? now : null,
+      refundedAt: status === "refunded" ? now : null,
+    },
     select: { id: true },
   });
   return { id: order.id, status };
@@ -29,7 +36,8 @@ export async function createOrder(input: {
 
 /**
  * Moves an order to a status. Delivery time is set on first delivery and kept through a refund
- * (it was delivered then); back to unfinished clears it.
+ * (it was delivered then); back to unfinished clears it. Refund time is set on refund (kept if
+ * refunded again) and cleared when the order leaves that status.
  */
 export async function setOrderStatus(orderId: string, status: OrderStatus, now = new Date()) {
   const order = await findOrderForOperator(orderId);
@@ -37,7 +45,7 @@ export async function setOrderStatus(orderId: string, status: OrderStatus, now =
     status === "unfinished" ? null : status === "delivered" ? (order.deliveredAt ?? now) : order.deliveredAt;
   const updated = await db().order.update({
     where: { id: orderId },
-    data: { status, deliveredAt },
+    data: { status, deliveredAt, refundedAt: status === "refunded" ? (order.refundedAt ?? now) : null },
     select: { id: true, status: true, deliveredAt: true },
   });
   return updated;
@@ -156,7 +164,7 @@ function duplicateName(orderId: string, name: string): AppError {
 async function findOrderForOperator(orderId: string) {
   // A malformed id names no order: refused before any query.
   const order = isTypedId("ord", orderId)
-    ? await db().order.findUnique({ where: { id: orderId }, select: { id: true, deliveredAt: true } })
+    ? await db().order.findUnique({ where: { id: orderId }, select: { id: true, deliveredAt: true, refundedAt: true } })
     : null;
   if (!order) throw new AppError("order_not_found", `No order with id ${orderId}.`);
   return order;

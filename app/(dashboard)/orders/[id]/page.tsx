@@ -5,6 +5,8 @@ import { OrderFiles, OrderStatusBadge, notDownloadableReason } from "@/component
 import { Notice, linkClass } from "@/components/ui";
 import { requireBuyer } from "@/lib/auth/session";
 import { AppError } from "@/lib/errors";
+import { CopyButton } from "@/components/copy-button";
+import { db } from "@/lib/db/client";
 import { formatDate } from "@/lib/format";
 import { getOrder } from "@/lib/orders/queries";
 import { listShareLinks, SHARE_LINK_EXPIRY_DAYS } from "@/lib/shares";
@@ -25,7 +27,10 @@ export default async function OrderPage({
     if (error instanceof AppError && error.code === "order_not_found") notFound();
     throw error;
   });
-  const links = await listShareLinks(buyer.id, order.id);
+  const [links, dates] = await Promise.all([
+    listShareLinks(buyer.id, order.id),
+    db().order.findFirst({ where: { id: order.id, buyerId: buyer.id }, select: { refundedAt: true } }),
+  ]);
   const refused = (await searchParams).refused !== undefined;
   return (
     <div className="space-y-8">
@@ -41,19 +46,49 @@ export default async function OrderPage({
         </div>
         <dl className="grid gap-x-6 gap-y-1 text-sm text-slate-600 sm:grid-cols-[auto_1fr]">
           <dt className="font-medium text-slate-700">Order id</dt>
-          <dd className="font-mono text-xs break-all">{order.id}</dd>
+          <dd className="flex flex-wrap items-center gap-2">
+            <span className="font-mono text-xs break-all">{order.id}</span>
+            <CopyButton value={order.id} label="Copy order id" />
+          </dd>
           <dt className="font-medium text-slate-700">Paid</dt>
           <dd>{formatDate(order.paid_at)}</dd>
-          <dt className="font-medium text-slate-700">Delivered</dt>
-          <dd>{formatDate(order.delivered_at, "Not yet")}</dd>
+          {order.delivered_at && (
+            <>
+              <dt className="font-medium text-slate-700">Delivered</dt>
+              <dd>{formatDate(order.delivered_at)}</dd>
+            </>
+          )}
+          {order.status === "refunded" && (
+            <>
+              <dt className="font-medium text-slate-700">Refunded</dt>
+              <dd data-testid="refunded-on">
+                {dates?.refundedAt ? `Refunded on ${formatDate(dates.refundedAt)}` : "Refunded"}
+              </dd>
+            </>
+          )}
+          {order.status === "unfinished" && (
+            <>
+              <dt className="font-medium text-slate-700">Delivery</dt>
+              <dd data-testid="what-next">
+                Not delivered yet. The files appear here as they are added, and download once the order is delivered;
+                the API&apos;s <code className="font-mono text-xs">delivered_at</code> says when.
+              </dd>
+            </>
+          )}
         </dl>
       </header>
       {refused && (
         <Notice tone="error">
-          <span data-testid="download-refused">Download refused. {notDownloadableReason(order.status)}</span>
+          <span id="files-not-downloadable" data-testid="download-refused">
+            Download refused. {notDownloadableReason(order.status)}
+          </span>
         </Notice>
       )}
-      <OrderFiles order={order} downloadHref={(fileId) => `/orders/${order.id}/files/${fileId}`} />
+      <OrderFiles
+        order={order}
+        downloadHref={(fileId) => `/orders/${order.id}/files/${fileId}`}
+        reasonShown={refused}
+      />
       <ShareLinks
         orderId={order.id}
         expiryChoices={[...SHARE_LINK_EXPIRY_DAYS]}

@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "orders" ADD COLUMN     "refunded_at" TIMESTAMPTZ(3);
