@@ -5,7 +5,11 @@ import { buttonClass } from "./ui";
 
 export function SignOutButton() {
   return (
-    <button type="button" className={buttonClass("secondary", "sm")} onClick={() => signOut({ callbackUrl: "/" })}>
+    <button
+      type="button"
+      className={buttonClass("secondary", "sm")}
+      onClick={() => signOut({ callbackUrl: "/signin?signedOut" })}
+    >
       Sign out
     </button>
   );

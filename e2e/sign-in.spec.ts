@@ -70,7 +70,11 @@ test("signing out ends the session", async ({ page }) => {
   const { email } = await buyer("e2e-signout");
   await signIn(page, email);
   await page.getByRole("button", { name: "Sign out" }).click();
+  await expect(page.getByTestId("signed-out")).toHaveText("You are signed out.");
   await expect(page.getByRole("link", { name: "Sign in" }).first()).toBeVisible();
-  await page.goto("/orders");
-  await expect(page).toHaveURL(/\/signin/);
+  await page.goto("/keys");
+  await expect(page).toHaveURL(/\/signin\?callbackUrl=%2Fkeys$/);
+  // Sent from a protected page: told why, the return path kept, the e-mail field ready to type in.
+  await expect(page.getByTestId("sign-in-to-continue")).toHaveText("Sign in to continue to /keys.");
+  await expect(page.getByLabel("E-mail address")).toBeFocused();
 });

@@ -19,6 +19,10 @@ export default async function SignInPage({
   if (await currentBuyer()) redirect(returnTo);
   const error = typeof params.error === "string" ? knownSignInError(params.error) : undefined;
   const unconfigured = mailDelivery().mode === "unconfigured";
+  // Sent here from a protected page (requireBuyer adds callbackUrl), or after signing out.
+  const continuing = typeof params.callbackUrl === "string" && returnTo !== "/";
+  const signedOut = params.signedOut !== undefined;
+  const email = typeof params.email === "string" ? params.email.slice(0, 320) : "";
   return (
     <div className="mx-auto max-w-md space-y-6">
       <header className="space-y-2">
@@ -27,11 +31,21 @@ export default async function SignInPage({
           We e-mail you a link that signs you in: no password. It is the only way to manage your API keys.
         </p>
       </header>
+      {signedOut && (
+        <Notice tone="success">
+          <span data-testid="signed-out">You are signed out.</span>
+        </Notice>
+      )}
+      {continuing && !signedOut && (
+        <Notice tone="info">
+          <span data-testid="sign-in-to-continue">Sign in to continue to {returnTo}.</span>
+        </Notice>
+      )}
       <div className="rounded-lg border border-slate-200 bg-white p-6 shadow-sm">
         {unconfigured ? (
           <Notice tone="error">{MAIL_NOT_CONFIGURED}</Notice>
         ) : (
-          <SignInForm callbackUrl={returnTo} initialError={error} />
+          <SignInForm callbackUrl={returnTo} initialError={error} initialEmail={email} />
         )}
       </div>
     </div>

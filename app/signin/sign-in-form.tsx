@@ -6,7 +6,15 @@ import { useState, type FormEvent } from "react";
 import { Notice, buttonClass, inputClass } from "@/components/ui";
 import { signInErrorMessage } from "./messages";
 
-export function SignInForm({ callbackUrl, initialError }: { callbackUrl: string; initialError?: string }) {
+export function SignInForm({
+  callbackUrl,
+  initialError,
+  initialEmail = "",
+}: {
+  callbackUrl: string;
+  initialError?: string;
+  initialEmail?: string;
+}) {
   const router = useRouter();
   const [error, setError] = useState(initialError);
   const [pending, setPending] = useState(false);
@@ -43,6 +51,9 @@ export function SignInForm({ callbackUrl, initialError }: { callbackUrl: string;
           required
           autoComplete="email"
           inputMode="email"
+          defaultValue={initialEmail}
+          // The page exists to take this one field.
+          autoFocus
           className={inputClass}
           placeholder="you@company.com"
         />
