@@ -1,4 +1,3 @@
-import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createReadStream, createWriteStream, promises as fs } from "node:fs";
 import os from "node:os";
@@ -32,6 +31,7 @@ import {
   treeCpuSeconds,
   type Server,
 } from "./lib/common";
+import { curl, mibPerSecond, requireCurl, type Curl } from "./lib/curl";
 
 /**
  * Downloads with STORAGE_DRIVER=s3, against the tests' S3-compatible store on loopback
@@ -46,10 +46,7 @@ import {
  * speed says little; the ratio says what the app adds to a download.
  */
 requireProductionBuild();
-if (spawnSync("curl", ["--version"]).status !== 0) {
-  console.error("download-s3.ts needs curl on PATH (the client runs in a process of its own).");
-  process.exit(1);
-}
+requireCurl("download-s3.ts");
 const fileMb = Number(process.env.BENCH_S3_MB ?? 256);
 const runs = Number(process.env.BENCH_DOWNLOAD_RUNS ?? 3);
 const redirects = Number(process.env.BENCH_S3_REDIRECTS ?? 300);
@@ -66,24 +63,6 @@ let app: Server | undefined;
 let keys = new Map<string, string>();
 let orderId: string | undefined;
 
-type Curl = { status: number; redirects: number; bytes: number; seconds: number };
-
-function curl(url: string, headers: string[] = []): Promise<Curl> {
-  return new Promise((resolve, reject) => {
-    const args = ["-sS", "-L", "-o", "/dev/null", "-w", "%{http_code} %{num_redirects} %{size_download} %{time_total}"];
-    for (const header of headers) args.push("-H", header);
-    const child = spawn("curl", [...args, url], { stdio: ["ignore", "pipe", "inherit"] });
-    let out = "";
-    child.stdout.on("data", (chunk) => (out += chunk));
-    child.once("error", reject);
-    child.once("exit", (code) => {
-      if (code !== 0) return reject(new Error(`curl exited ${code}`));
-      const [status, redirectCount, bytes, seconds] = out.trim().split(" ").map(Number);
-      resolve({ status: status!, redirects: redirectCount!, bytes: bytes!, seconds: seconds! });
-    });
-  });
-}
-
 /** Sequential requests, each timed from send to the end of its body (fetch, in this process). */
 async function latencies(url: string, authorization: string, expectStatus: number): Promise<number[]> {
   const times: number[] = [];
@@ -96,8 +75,6 @@ async function latencies(url: string, authorization: string, expectStatus: numbe
   }
   return times.sort((a, b) => a - b);
 }
-
-const mibPerSecond = (run: Curl) => run.bytes / 1024 / 1024 / run.seconds;
 
 try {
   s3 = await startTestS3();

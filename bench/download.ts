@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createReadStream, createWriteStream, promises as fs } from "node:fs";
 import os from "node:os";
@@ -30,6 +30,7 @@ import {
   treeCpuSeconds,
   type Server,
 } from "./lib/common";
+import { curl, mibPerSecond, requireCurl, type Curl } from "./lib/curl";
 
 /**
  * Download of a large file (BENCH_DOWNLOAD_MB, default 1024) through the API: GET
@@ -41,10 +42,7 @@ import {
  * launcher's descendants) every 50 ms, idle before against peak during; must stay under +100 MB.
  */
 requireProductionBuild();
-if (spawnSync("curl", ["--version"]).status !== 0) {
-  console.error("download.ts needs curl on PATH (the client runs in a process of its own).");
-  process.exit(1);
-}
+requireCurl("download.ts");
 const fileMb = Number(process.env.BENCH_DOWNLOAD_MB ?? 1024);
 const runs = Number(process.env.BENCH_DOWNLOAD_RUNS ?? 3);
 const RSS_BUDGET_MB = 100;
@@ -65,25 +63,6 @@ const servers: Server[] = [];
 let keys = new Map<string, string>();
 let orderId: string | undefined;
 
-type Curl = { status: number; redirects: number; bytes: number; seconds: number };
-
-/** One download by curl (its own process), body discarded. */
-function curl(url: string, headers: string[] = []): Promise<Curl> {
-  return new Promise((resolve, reject) => {
-    const args = ["-sS", "-L", "-o", "/dev/null", "-w", "%{http_code} %{num_redirects} %{size_download} %{time_total}"];
-    for (const header of headers) args.push("-H", header);
-    const child = spawn("curl", [...args, url], { stdio: ["ignore", "pipe", "inherit"] });
-    let out = "";
-    child.stdout.on("data", (chunk) => (out += chunk));
-    child.once("error", reject);
-    child.once("exit", (code) => {
-      const [status, redirects, bytes, seconds] = out.trim().split(" ").map(Number);
-      if (code !== 0) return reject(new Error(`curl exited ${code}`));
-      resolve({ status: status!, redirects: redirects!, bytes: bytes!, seconds: seconds! });
-    });
-  });
-}
-
 /** The whole body through curl into sha256sum (both separate processes). */
 function curlSha256(url: string, headers: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -99,7 +78,6 @@ function curlSha256(url: string, headers: string[]): Promise<string> {
 }
 
 const mib = (kb: number) => kb / 1024;
-const mibPerSecond = (run: Curl) => run.bytes / 1024 / 1024 / run.seconds;
 
 try {
   log(`writing a ${fileMb} MiB file of random bytes`);

@@ -77,23 +77,11 @@ export default async function KeysPage() {
                   </dd>
                   <dt className="text-slate-500">Last used</dt>
                   <dd>
-                    {key.lastUsedAt ? (
-                      <time dateTime={key.lastUsedAt.toISOString()} title={formatDate(key.lastUsedAt)}>
-                        {formatRelative(key.lastUsedAt, now)}
-                      </time>
-                    ) : (
-                      "Never"
-                    )}
+                    <LastUsed at={key.lastUsedAt} now={now} />
                   </dd>
                 </dl>
                 <div className="flex flex-wrap gap-2">
-                  <ReplaceKeyButton
-                    keyId={key.id}
-                    name={key.name}
-                    expiryChoices={[...API_KEY_EXPIRY_DAYS]}
-                    canRevokeOld={key.status !== "revoked"}
-                  />
-                  {key.status !== "revoked" && <RevokeKeyButton keyId={key.id} name={key.name} />}
+                  <KeyActions keyId={key.id} name={key.name} revoked={key.status === "revoked"} />
                 </div>
               </li>
             ))}
@@ -148,26 +136,14 @@ export default async function KeysPage() {
                       </time>
                     </td>
                     <td className="px-4 py-3 whitespace-nowrap">
-                      {key.lastUsedAt ? (
-                        <time dateTime={key.lastUsedAt.toISOString()} title={formatDate(key.lastUsedAt)}>
-                          {formatRelative(key.lastUsedAt, now)}
-                        </time>
-                      ) : (
-                        "Never"
-                      )}
+                      <LastUsed at={key.lastUsedAt} now={now} />
                     </td>
                     <td className="px-4 py-3" data-testid="key-status">
                       <Badge tone={STATUS[key.status].tone}>{STATUS[key.status].label}</Badge>
                     </td>
                     <td className="px-4 py-3">
                       <div className="flex justify-end gap-2">
-                        <ReplaceKeyButton
-                          keyId={key.id}
-                          name={key.name}
-                          expiryChoices={[...API_KEY_EXPIRY_DAYS]}
-                          canRevokeOld={key.status !== "revoked"}
-                        />
-                        {key.status !== "revoked" && <RevokeKeyButton keyId={key.id} name={key.name} />}
+                        <KeyActions keyId={key.id} name={key.name} revoked={key.status === "revoked"} />
                       </div>
                     </td>
                   </tr>
@@ -216,5 +192,24 @@ export default async function KeysPage() {
         recorded to the minute; usage is kept {USAGE_RETENTION_DAYS} days.
       </p>
     </div>
+  );
+}
+
+/** When a key was last used, relative, with the exact time on hover. */
+function LastUsed({ at, now }: { at: Date | null; now: Date }) {
+  if (!at) return <>Never</>;
+  return (
+    <time dateTime={at.toISOString()} title={formatDate(at)}>
+      {formatRelative(at, now)}
+    </time>
+  );
+}
+
+function KeyActions({ keyId, name, revoked }: { keyId: string; name: string; revoked: boolean }) {
+  return (
+    <>
+      <ReplaceKeyButton keyId={keyId} name={name} expiryChoices={[...API_KEY_EXPIRY_DAYS]} canRevokeOld={!revoked} />
+      {!revoked && <RevokeKeyButton keyId={keyId} name={name} />}
+    </>
   );
 }
