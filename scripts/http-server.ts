@@ -60,7 +60,8 @@ const handle = app.getRequestHandler();
 server.on("request", (req, res) => {
   const requestId = assignRequestId(req);
   // Pages and server actions see only headers: the client's address goes in one, always overwritten.
-  req.headers[CLIENT_IP_HEADER] = clientIp(req);
+  // An IPv4 client on a dual-stack socket shows as it is (1.2.3.4, not ::ffff:1.2.3.4).
+  req.headers[CLIENT_IP_HEADER] = clientIp(req).replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/i, "$1");
   recordRequestWhenDone(req, res, requestId);
   if (UNSUPPORTED_METHODS.has(req.method ?? "")) return void refuseMethod(req, res);
   const unroutable = unroutableApiPath(req.url ?? "/");

@@ -6,7 +6,6 @@ import { formatDate } from "@/lib/format";
 import {
   SECURITY_EVENT_KINDS,
   SECURITY_EVENT_LABELS,
-  SECURITY_LOG_RETENTION_DAYS,
   listSecurityEvents,
   type SecurityEventKind,
 } from "@/lib/security/log";
@@ -27,8 +26,8 @@ export default async function SecurityLogPage({ searchParams }: { searchParams: 
         <div className="space-y-2">
           <h1 className="text-2xl font-bold tracking-tight">Security log</h1>
           <p className="max-w-2xl text-slate-600">
-            Sign-ins, keys and share links of your account: what happened, when, who did it and from which address. Kept{" "}
-            {SECURITY_LOG_RETENTION_DAYS} days.
+            Sign-ins, keys and share links of your account: what happened, when, who did it and from which address. Kept
+            one year.
           </p>
         </div>
         <a href={`/security/export${kind ? `?kind=${kind}` : ""}`} className={buttonClass("secondary", "sm")} download>
