@@ -1,9 +1,7 @@
 import type { Metadata, Viewport } from "next";
 import Link from "next/link";
-import { NavLink } from "@/components/nav-link";
 import type { ReactNode } from "react";
-import { SignOutButton } from "@/components/sign-out-button";
-import { buttonClass } from "@/components/ui";
+import { MainNav } from "@/components/main-nav";
 import { currentBuyer } from "@/lib/auth/session";
 import "./globals.css";
 
@@ -30,33 +28,11 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
           Skip to content
         </a>
         <header className="border-b border-slate-200 bg-white">
-          <div className="mx-auto flex max-w-6xl flex-wrap items-center justify-between gap-3 px-4 py-3">
+          <div className="mx-auto flex max-w-6xl flex-wrap items-center justify-between gap-x-3 gap-y-2 px-4 py-3">
             <Link href="/" className="font-semibold tracking-tight text-slate-900">
               Dataset Access
             </Link>
-            <nav aria-label="Main" className="flex flex-wrap items-center gap-x-4 gap-y-2 text-sm">
-              {buyer && (
-                <>
-                  <NavLink href="/orders">Orders</NavLink>
-                  <NavLink href="/keys">API keys</NavLink>
-                  <NavLink href="/security">Security log</NavLink>
-                </>
-              )}
-              <NavLink href="/getting-started">Getting started</NavLink>
-              <NavLink href="/docs/api">API reference</NavLink>
-              {buyer ? (
-                <span className="flex items-center gap-2">
-                  <span className="hidden text-slate-500 sm:inline" data-testid="signed-in-as">
-                    {buyer.email}
-                  </span>
-                  <SignOutButton />
-                </span>
-              ) : (
-                <Link href="/signin" className={buttonClass("primary", "sm")}>
-                  Sign in
-                </Link>
-              )}
-            </nav>
+            <MainNav buyerEmail={buyer?.email} />
           </div>
         </header>
         <main id="main" className="mx-auto max-w-6xl px-4 py-8 sm:py-10">

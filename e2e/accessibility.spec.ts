@@ -21,9 +21,29 @@ test("the dashboard reads on a phone without sideways scrolling", async ({ page 
     expect(overflow, `${path} is wider than the screen`).toBeLessThanOrEqual(0);
     await screenshot(page, name);
   }
+  // The header is one row (the name and a Menu button); the menu lists the sections, the current one marked.
+  await page.goto("/keys");
+  const brand = await page.getByRole("link", { name: "Dataset Access" }).boundingBox();
+  const menu = page.getByRole("button", { name: "Menu" });
+  const menuBox = await menu.boundingBox();
+  expect(Math.abs(brand!.y + brand!.height / 2 - (menuBox!.y + menuBox!.height / 2))).toBeLessThan(8);
+  await expect(menu).toHaveAttribute("aria-expanded", "false");
+  await menu.click();
+  const phoneNav = page.getByRole("navigation", { name: "Main" });
+  await expect(phoneNav.getByRole("link")).toHaveText([
+    "Orders",
+    "API keys",
+    "Security log",
+    "Getting started",
+    "API reference",
+  ]);
+  await expect(phoneNav.getByRole("link", { name: "API keys" })).toHaveAttribute("aria-current", "page");
+  await screenshot(page, "phone-menu");
+  await phoneNav.getByRole("link", { name: "Orders" }).click();
+  await expect(page).toHaveURL(/\/orders$/);
+  await expect(menu).toHaveAttribute("aria-expanded", "false");
   // On the keys page every key is a card whose actions are on screen, not off to the right.
   await page.goto("/keys");
-  await expect(page.getByRole("link", { name: "API keys" })).toHaveAttribute("aria-current", "page");
   const card = page.getByTestId("key-card");
   await expect(card).toHaveCount(1);
   for (const action of [/^Replace/, /^Revoke/]) {
@@ -40,7 +60,14 @@ test("a key can be created with the keyboard alone", async ({ page }) => {
   await page.keyboard.press("Enter");
   const form = page.getByRole("dialog", { name: "Create an API key" });
   await expect(form.getByLabel("Name")).toBeFocused();
+  // An empty name is refused next to the field, which keeps the focus; typing clears the error.
+  await page.keyboard.press("Enter");
+  await expect(form.getByTestId("key-name-error")).toHaveText("Give the key a name, e.g. where it is used.");
+  await expect(form.getByLabel("Name")).toBeFocused();
+  await expect(form.getByLabel("Name")).toHaveAttribute("aria-invalid", "true");
   await page.keyboard.type("keyboard-only");
+  await expect(form.getByTestId("key-name-error")).toHaveCount(0);
+  await expect(form.getByTestId("key-name-count")).toHaveText("13/100");
   await page.keyboard.press("Enter");
   const shown = page.getByRole("dialog", { name: "Copy your new API key" });
   await expect(shown.getByTestId("new-key-secret")).toHaveText(/^dak_/);

@@ -6,6 +6,8 @@ test("a share link opens one order to anyone, and nothing else, until it is revo
   const stranger = await buyerWithOrders("e2e-share-other");
   await signIn(page, account.email);
   await page.goto(`/orders/${account.delivered.id}`);
+  await page.getByLabel("For whom (optional)").fill("for Acme finance");
+  await expect(page.getByTestId("share-label-count")).toHaveText("16/100");
   await page.getByLabel("Link expires").selectOption("7");
   await page.getByRole("button", { name: "Create share link" }).click();
   const created = page.getByRole("dialog", { name: "Share link created" });
@@ -14,6 +16,8 @@ test("a share link opens one order to anyone, and nothing else, until it is revo
   await screenshot(page, "share-link-created");
   await created.getByRole("button", { name: "Done" }).click();
   await expect(page.getByTestId("share-link-row")).toContainText("Active");
+  await expect(page.getByTestId("share-link-row")).toContainText("for Acme finance");
+  await expect(page.getByTestId("share-link-activity")).toHaveText("not opened yet · 0 downloads");
   const token = url.split("/share/")[1]!;
 
   // A fresh browser, never signed in.
@@ -23,6 +27,10 @@ test("a share link opens one order to anyone, and nothing else, until it is revo
   expect(opened?.headers()["referrer-policy"]).toBe("no-referrer");
   await expect(guestPage.getByRole("heading", { name: "e2e-share: product catalogue" })).toBeVisible();
   await expect(guestPage.getByTestId("file-row")).toHaveCount(2);
+  await expect(guestPage.getByTestId("shared-by")).toContainText(`Shared with you by ${account.email}.`);
+  await expect(guestPage.getByTestId("shared-by")).toContainText("This link works until");
+  // Someone without an account is not pushed to sign in.
+  await expect(guestPage.getByRole("link", { name: "Sign in" })).toHaveCount(0);
   await screenshot(guestPage, "shared-order");
   const downloading = guestPage.waitForEvent("download");
   await guestPage.getByRole("link", { name: "Download reviews.jsonl" }).click();
@@ -39,6 +47,9 @@ test("a share link opens one order to anyone, and nothing else, until it is revo
   }
   await guestPage.goto("/orders");
   await expect(guestPage).toHaveURL(/\/signin/);
+  // The owner sees the link was opened and used.
+  await page.reload();
+  await expect(page.getByTestId("share-link-activity")).toHaveText(/^opened 1 time, last just now · 1 download$/);
 
   // Revoked: the page and the downloads refuse it at once.
   await page.getByRole("button", { name: /^Revoke share link/ }).click();
@@ -50,10 +61,11 @@ test("a share link opens one order to anyone, and nothing else, until it is revo
   await guestPage.goto(url);
   await expect(guestPage.getByRole("heading", { name: "This share link does not work" })).toBeVisible();
   await expect(guestPage.getByText("e2e-share: product catalogue")).toHaveCount(0);
-  const afterRevoke = await guest.request.get(`/share/${token}/files/${account.delivered.files[0]!.id}`, {
-    maxRedirects: 0,
-  });
-  expect(afterRevoke.status()).toBe(404);
+  await expect(guestPage.getByTestId("share-unavailable-reason")).toHaveText(/^It was revoked on /);
+  // A download started from a page opened before the revocation lands on that explanation too.
+  await guestPage.goto(`/share/${token}/files/${account.delivered.files[0]!.id}`);
+  await expect(guestPage).toHaveURL(new RegExp(`/share/${token}$`));
+  await expect(guestPage.getByRole("heading", { name: "This share link does not work" })).toBeVisible();
   await guest.close();
 
   // The owner's security log: created, opened (one row counting the opens), revoked.

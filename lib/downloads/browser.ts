@@ -12,11 +12,15 @@ import { downloadUrl } from "./serve";
 export async function browserDownload(
   request: Request,
   target: { buyerId: string; orderId: string; fileId: string; orderPage: string },
+  /** Called once the file is handed out (e.g. to count a share link's downloads). */
+  onHandedOut?: () => Promise<void>,
 ): Promise<Response> {
   const origin = publicOrigin(request);
   try {
     const file = await getDownloadableFile(target.buyerId, target.orderId, target.fileId);
-    return noStoreRedirect(await downloadUrl(file, origin));
+    const location = await downloadUrl(file, origin);
+    await onHandedOut?.();
+    return noStoreRedirect(location);
   } catch (error) {
     if (!(error instanceof AppError)) throw error;
     if (error.code === "order_not_delivered") return noStoreRedirect(`${origin}${target.orderPage}?refused`, 303);

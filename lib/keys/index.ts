@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { NAME_MAX_LENGTH } from "../contract";
 import { db } from "../db/client";
 import { AppError } from "../errors";
 import { isTypedId } from "../ids";
@@ -28,7 +29,9 @@ export async function createApiKey(input: {
   now?: Date;
 }): Promise<NewApiKey> {
   const name = input.name.trim();
-  if (!name || name.length > 100) throw new AppError("invalid_argument", "A key needs a name of 1 to 100 characters.");
+  if (!name || name.length > NAME_MAX_LENGTH) {
+    throw new AppError("invalid_argument", `A key needs a name of 1 to ${NAME_MAX_LENGTH} characters.`);
+  }
   if (input.permission === "scrape:read") {
     if (!(await socialAccessEnabled(input.buyerId))) {
       throw new AppError(

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
+import { NAME_MAX_LENGTH } from "../contract";
 import { db } from "../db/client";
 import { AppError } from "../errors";
 
@@ -19,15 +20,40 @@ export const shareLinkExpirySchema = z.union([z.literal("never"), z.literal(SHAR
 });
 export type ShareLinkExpiry = z.infer<typeof shareLinkExpirySchema>;
 
+/** The owner's note of whom a link is for; optional, trimmed, blank means none. */
+export const shareLinkLabelSchema = z
+  .string()
+  .trim()
+  .max(NAME_MAX_LENGTH, `A label has at most ${NAME_MAX_LENGTH} characters.`)
+  .transform((label) => label || null);
+
 export type ShareLinkStatus = "active" | "expired" | "revoked";
 export type ShareLinkSummary = {
   id: string;
   display: string;
+  label: string | null;
   createdAt: Date;
   expiresAt: Date | null;
   revokedAt: Date | null;
   status: ShareLinkStatus;
+  openCount: number;
+  lastOpenedAt: Date | null;
+  downloadCount: number;
 };
+
+/** What an active token opens: one order, scoped to the buyer who shared it. */
+export type SharedOrder = {
+  active: true;
+  linkId: string;
+  orderId: string;
+  orderName: string;
+  buyerId: string;
+  /** Who shared it, as the recipient should see it: the buyer's name, else their e-mail address. */
+  sharedBy: string;
+  expiresAt: Date | null;
+};
+/** A real link that no longer opens anything, and since when. */
+export type ClosedShareLink = { active: false; status: "expired" | "revoked"; since: Date };
 
 const hashToken = (token: string) => createHash("sha256").update(token).digest("hex");
 
@@ -36,6 +62,7 @@ export async function createShareLink(input: {
   buyerId: string;
   orderId: string;
   expiry: ShareLinkExpiry;
+  label?: string | null;
   now?: Date;
 }): Promise<{ id: string; token: string; expiresAt: Date | null; orderName: string }> {
   const order = await db().order.findFirst({
@@ -58,6 +85,7 @@ export async function createShareLink(input: {
       orderId: order.id,
       tokenHash: hashToken(token),
       tokenPrefix: token.slice(0, 10),
+      label: input.label ?? null,
       createdAt: now,
       expiresAt,
     },
@@ -71,7 +99,17 @@ export async function listShareLinks(buyerId: string, orderId: string, now = new
   const links = await db().shareLink.findMany({
     where: { orderId, order: { buyerId } },
     orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-    select: { id: true, tokenPrefix: true, createdAt: true, expiresAt: true, revokedAt: true },
+    select: {
+      id: true,
+      tokenPrefix: true,
+      label: true,
+      createdAt: true,
+      expiresAt: true,
+      revokedAt: true,
+      openCount: true,
+      lastOpenedAt: true,
+      downloadCount: true,
+    },
   });
   return links.map(({ tokenPrefix, ...link }) => ({
     ...link,
@@ -93,13 +131,14 @@ export async function revokeShareLink(buyerId: string, linkId: string, now = new
 }
 
 /**
- * What a token unlocks: one order (and the buyer it belongs to, to scope the reads), or nothing
- * for a malformed, unknown, revoked or expired token. Nothing is cached: revocation is immediate.
+ * What a token unlocks: one order (and the buyer it belongs to, to scope the reads); for a
+ * revoked or expired link, since when; nothing for a malformed or unknown token. Nothing is
+ * cached: revocation is immediate.
  */
-export async function resolveShareToken(
+export async function lookUpShareToken(
   token: string,
   now = new Date(),
-): Promise<{ linkId: string; orderId: string; orderName: string; buyerId: string } | undefined> {
+): Promise<SharedOrder | ClosedShareLink | undefined> {
   if (!TOKEN_PATTERN.test(token)) return undefined;
   const link = await db().shareLink.findUnique({
     where: { tokenHash: hashToken(token) },
@@ -108,11 +147,36 @@ export async function resolveShareToken(
       orderId: true,
       expiresAt: true,
       revokedAt: true,
-      order: { select: { buyerId: true, name: true } },
+      order: { select: { name: true, buyer: { select: { id: true, name: true, email: true } } } },
     },
   });
-  if (!link || linkStatus(link, now) !== "active") return undefined;
-  return { linkId: link.id, orderId: link.orderId, orderName: link.order.name, buyerId: link.order.buyerId };
+  if (!link) return undefined;
+  const status = linkStatus(link, now);
+  if (status === "revoked") return { active: false, status, since: link.revokedAt! };
+  if (status === "expired") return { active: false, status, since: link.expiresAt! };
+  const { buyer } = link.order;
+  return {
+    active: true,
+    linkId: link.id,
+    orderId: link.orderId,
+    orderName: link.order.name,
+    buyerId: buyer.id,
+    sharedBy: buyer.name?.trim() || buyer.email,
+    expiresAt: link.expiresAt,
+  };
+}
+
+/** Counts a view of the shared page, for the owner's list ("opened 3 times, last …"). */
+export async function countShareOpened(linkId: string, now = new Date()): Promise<void> {
+  await db().shareLink.update({
+    where: { id: linkId },
+    data: { openCount: { increment: 1 }, lastOpenedAt: now },
+  });
+}
+
+/** Counts a download started through the link (a redirect to the file handed out). */
+export async function countShareDownload(linkId: string): Promise<void> {
+  await db().shareLink.update({ where: { id: linkId }, data: { downloadCount: { increment: 1 } } });
 }
 
 function linkStatus(link: { expiresAt: Date | null; revokedAt: Date | null }, now: Date): ShareLinkStatus {

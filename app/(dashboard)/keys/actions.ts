@@ -2,6 +2,7 @@
 
 import { z } from "zod";
 import { buyerAction } from "@/lib/auth/buyer-action";
+import { NAME_MAX_LENGTH } from "@/lib/contract";
 import { isTypedId } from "@/lib/ids";
 import { sessionActor } from "@/lib/security/client";
 import { recordSecurityEvent } from "@/lib/security/log";
@@ -32,7 +33,11 @@ const keyIdSchema = z.string().refine((id) => isTypedId("key", id), "Unknown key
 
 export const createKeyAction = buyerAction(
   z.object({
-    name: z.string().trim().min(1, "Give the key a name.").max(100, "Names are at most 100 characters."),
+    name: z
+      .string()
+      .trim()
+      .min(1, "Give the key a name.")
+      .max(NAME_MAX_LENGTH, `Names are at most ${NAME_MAX_LENGTH} characters.`),
     expiresInDays: expiryField,
     permission: apiKeyPermissionSchema,
   }),

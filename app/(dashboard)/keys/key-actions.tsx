@@ -4,7 +4,9 @@ import { useRef, useState, type FormEvent } from "react";
 import { CopyButton } from "@/components/copy-button";
 import { ConfirmDialog, Dialog } from "@/components/dialog";
 import { useAction } from "@/components/use-action";
-import { Button, Notice, inputClass } from "@/components/ui";
+import { TextField } from "@/components/text-field";
+import { Button, Notice } from "@/components/ui";
+import { NAME_MAX_LENGTH } from "@/lib/contract";
 import { formatDate } from "@/lib/format";
 import { createKeyAction, replaceKeyAction, revokeKeyAction, type CreatedKey } from "./actions";
 
@@ -29,10 +31,17 @@ export function CreateKeyButton({ socialEnabled, expiryChoices }: { socialEnable
   const [open, setOpen] = useState(false);
   const [secretKey, setSecretKey] = useState<CreatedKey>();
   const { pending, error, run, clearError } = useAction();
+  const nameInput = useRef<HTMLInputElement>(null);
+  const [nameError, setNameError] = useState<string>();
 
   function submit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     const form = new FormData(event.currentTarget);
+    if (!String(form.get("name") ?? "").trim()) {
+      setNameError("Give the key a name, e.g. where it is used.");
+      nameInput.current?.focus();
+      return;
+    }
     const input = {
       name: String(form.get("name") ?? ""),
       expiresInDays: String(form.get("expiresInDays") ?? ""),
@@ -49,26 +58,23 @@ export function CreateKeyButton({ socialEnabled, expiryChoices }: { socialEnable
 
   return (
     <>
-      <Button ref={trigger} onClick={() => (clearError(), setOpen(true))}>
+      <Button ref={trigger} onClick={() => (clearError(), setNameError(undefined), setOpen(true))}>
         Create key
       </Button>
       <Dialog open={open} title="Create an API key" onClose={() => setOpen(false)}>
-        <form onSubmit={submit} className="space-y-4">
+        <form onSubmit={submit} noValidate className="space-y-4">
           {error && <Notice tone="error">{error}</Notice>}
-          <div className="space-y-1">
-            <label htmlFor="key-name" className="block text-sm font-medium">
-              Name
-            </label>
-            <input
-              id="key-name"
-              name="name"
-              required
-              maxLength={100}
-              className={inputClass}
-              placeholder="e.g. warehouse-sync"
-            />
-            <p className="text-xs text-slate-500">Say where it is used, so you know what breaks if you revoke it.</p>
-          </div>
+          <TextField
+            id="key-name"
+            name="name"
+            label="Name"
+            maxLength={NAME_MAX_LENGTH}
+            placeholder="e.g. warehouse-sync"
+            hint="Say where it is used, so you know what breaks if you revoke it."
+            error={nameError}
+            inputRef={nameInput}
+            onInput={() => setNameError(undefined)}
+          />
           <ExpiryChoice choices={expiryChoices} defaultValue={90} />
           <fieldset className="space-y-1">
             <legend className="text-sm font-medium">Permission</legend>
@@ -223,7 +229,7 @@ export function ReplaceKeyButton({
         Replace
       </Button>
       <Dialog open={open} title={`Replace “${name}”`} onClose={() => setOpen(false)}>
-        <form onSubmit={submit} className="space-y-4">
+        <form onSubmit={submit} noValidate className="space-y-4">
           {error && <Notice tone="error">{error}</Notice>}
           <p className="text-sm text-slate-700">
             Creates a new key with the same name and permission. Deploy it, then revoke the old one (or revoke it now).

@@ -1,16 +1,19 @@
 import type { Metadata } from "next";
+import { headers } from "next/headers";
 import { OrderFiles, OrderStatusBadge, notDownloadableReason } from "@/components/order-files";
 import { Notice } from "@/components/ui";
 import { formatDate } from "@/lib/format";
 import { getOrder } from "@/lib/orders/queries";
 import { CLIENT_IP_HEADER } from "@/lib/security/header";
 import { recordShareOpened } from "@/lib/security/log";
-import { resolveShareToken } from "@/lib/shares";
-import { headers } from "next/headers";
+import { countShareOpened, lookUpShareToken, type ClosedShareLink } from "@/lib/shares";
 
 export const metadata: Metadata = { title: "Shared order", robots: { index: false, follow: false } };
 
-/** The public page of one shared order. The token opens this order only: no session, no other order. */
+/**
+ * The public page of one shared order. The token opens this order only: no session, no other
+ * order. The visitor may have no account here, so nothing on it asks them to sign in.
+ */
 export default async function SharedOrderPage({
   params,
   searchParams,
@@ -19,19 +22,14 @@ export default async function SharedOrderPage({
   searchParams: Promise<{ refused?: string }>;
 }) {
   const { token } = await params;
-  const shared = await resolveShareToken(token);
-  if (!shared) {
-    return (
-      <div className="mx-auto max-w-md space-y-3" data-testid="share-unavailable">
-        <h1 className="text-2xl font-bold tracking-tight">This share link does not work</h1>
-        <p className="text-slate-700">
-          It may have been revoked or have expired, or it was not copied whole. Ask the person who shared it for a new
-          link.
-        </p>
-      </div>
-    );
-  }
-  await recordShareOpened(shared.buyerId, shared.linkId, shared.orderName, (await headers()).get(CLIENT_IP_HEADER));
+  const shared = await lookUpShareToken(token);
+  if (!shared?.active) return <LinkDoesNotWork closed={shared} />;
+
+  const ip = (await headers()).get(CLIENT_IP_HEADER);
+  await Promise.all([
+    countShareOpened(shared.linkId),
+    recordShareOpened(shared.buyerId, shared.linkId, shared.orderName, ip),
+  ]);
   const order = await getOrder(shared.buyerId, shared.orderId);
   const refused = (await searchParams).refused !== undefined;
   return (
@@ -45,6 +43,13 @@ export default async function SharedOrderPage({
         <p className="text-sm text-slate-600">
           Paid {formatDate(order.paid_at)} · delivered {formatDate(order.delivered_at, "not yet")}
         </p>
+        <p className="text-sm text-slate-700" data-testid="shared-by">
+          Shared with you by <strong className="break-all">{shared.sharedBy}</strong>.{" "}
+          {shared.expiresAt
+            ? `This link works until ${formatDate(shared.expiresAt)}.`
+            : "This link works until they revoke it."}{" "}
+          No account is needed to download these files.
+        </p>
       </header>
       {refused && (
         <Notice tone="error">
@@ -52,6 +57,23 @@ export default async function SharedOrderPage({
         </Notice>
       )}
       <OrderFiles order={order} downloadHref={(fileId) => `/share/${encodeURIComponent(token)}/files/${fileId}`} />
+    </div>
+  );
+}
+
+function LinkDoesNotWork({ closed }: { closed?: ClosedShareLink }) {
+  const why = !closed
+    ? "It was not copied whole, or it never existed."
+    : closed.status === "revoked"
+      ? `It was revoked on ${formatDate(closed.since)}.`
+      : `It expired on ${formatDate(closed.since)}.`;
+  return (
+    <div className="mx-auto max-w-md space-y-3" data-testid="share-unavailable">
+      <h1 className="text-2xl font-bold tracking-tight">This share link does not work</h1>
+      <p className="text-slate-700" data-testid="share-unavailable-reason">
+        {why}
+      </p>
+      <p className="text-slate-700">Ask the person who shared it with you for a new link.</p>
     </div>
   );
 }

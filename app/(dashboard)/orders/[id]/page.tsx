@@ -7,7 +7,7 @@ import { requireBuyer } from "@/lib/auth/session";
 import { AppError } from "@/lib/errors";
 import { CopyButton } from "@/components/copy-button";
 import { db } from "@/lib/db/client";
-import { formatDate } from "@/lib/format";
+import { formatDate, formatRelative } from "@/lib/format";
 import { getOrder } from "@/lib/orders/queries";
 import { listShareLinks, SHARE_LINK_EXPIRY_DAYS } from "@/lib/shares";
 import { ShareLinks } from "./share-links";
@@ -100,9 +100,16 @@ export default async function OrderPage({
         links={links.map((link) => ({
           id: link.id,
           display: link.display,
+          label: link.label,
           status: link.status,
           createdAt: formatDate(link.createdAt),
-          expiresAt: formatDate(link.expiresAt, "Never"),
+          expiresAt: formatDate(link.expiresAt, "never"),
+          opened:
+            link.openCount === 0
+              ? "not opened yet"
+              : `opened ${link.openCount} time${link.openCount === 1 ? "" : "s"}, last ${formatRelative(link.lastOpenedAt!)}`,
+          lastOpenedAt: link.lastOpenedAt ? formatDate(link.lastOpenedAt) : undefined,
+          downloads: `${link.downloadCount} download${link.downloadCount === 1 ? "" : "s"}`,
         }))}
       />
     </div>

@@ -3,7 +3,7 @@
 import { z } from "zod";
 import { buyerAction } from "@/lib/auth/buyer-action";
 import { isTypedId } from "@/lib/ids";
-import { createShareLink, revokeShareLink, shareLinkExpirySchema } from "@/lib/shares";
+import { createShareLink, revokeShareLink, shareLinkExpirySchema, shareLinkLabelSchema } from "@/lib/shares";
 import { sessionActor } from "@/lib/security/client";
 import { recordSecurityEvent } from "@/lib/security/log";
 import { siteOrigin } from "@/lib/site";
@@ -18,12 +18,13 @@ export const createShareLinkAction = buyerAction(
   z.object({
     orderId: orderIdSchema,
     expiry: z.preprocess((value) => (value === "never" ? value : Number(value)), shareLinkExpirySchema),
+    label: shareLinkLabelSchema.optional(),
   }),
-  async (buyerId, { orderId, expiry }) => {
-    const link = await createShareLink({ buyerId, orderId, expiry });
+  async (buyerId, { orderId, expiry, label }) => {
+    const link = await createShareLink({ buyerId, orderId, expiry, label });
     await recordSecurityEvent(buyerId, "share_created", await sessionActor(), {
       id: link.id,
-      detail: `Share link of “${link.orderName}”, ${link.expiresAt ? `expires ${link.expiresAt.toISOString()}` : "never expires"}`,
+      detail: `Share link of “${link.orderName}”${label ? ` (${label})` : ""}, ${link.expiresAt ? `expires ${link.expiresAt.toISOString()}` : "never expires"}`,
     });
     return { ok: true, url: `${await siteOrigin()}/share/${link.token}` };
   },

@@ -4,15 +4,22 @@ import { useState, type FormEvent } from "react";
 import { CopyButton } from "@/components/copy-button";
 import { ConfirmDialog, Dialog } from "@/components/dialog";
 import { useAction } from "@/components/use-action";
+import { TextField } from "@/components/text-field";
 import { Badge, Button, Notice, inputClass } from "@/components/ui";
+import { NAME_MAX_LENGTH } from "@/lib/contract";
 import { createShareLinkAction, revokeShareLinkAction } from "./share-actions";
 
 type LinkRow = {
   id: string;
   display: string;
+  label: string | null;
   status: "active" | "expired" | "revoked";
   createdAt: string;
   expiresAt: string;
+  /** "opened 3 times, last 2 hours ago" */
+  opened: string;
+  lastOpenedAt?: string;
+  downloads: string;
 };
 const TONE = { active: "green", expired: "red", revoked: "slate" } as const;
 
@@ -34,9 +41,11 @@ export function ShareLinks({
 
   function create(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
-    const expiry = String(new FormData(event.currentTarget).get("expiry") ?? "");
+    const form = new FormData(event.currentTarget);
+    const expiry = String(form.get("expiry") ?? "");
+    const label = String(form.get("label") ?? "");
     run(
-      () => createShareLinkAction({ orderId, expiry }),
+      () => createShareLinkAction({ orderId, expiry, label }),
       ({ url }) => setCreatedUrl(url),
     );
   }
@@ -56,7 +65,16 @@ export function ShareLinks({
           {notShareable}
         </p>
       ) : (
-        <form onSubmit={create} className="flex flex-wrap items-end gap-3">
+        <form onSubmit={create} className="flex flex-wrap items-start gap-3">
+          <div className="w-full max-w-xs">
+            <TextField
+              id="share-label"
+              name="label"
+              label="For whom (optional)"
+              maxLength={NAME_MAX_LENGTH}
+              placeholder="e.g. for Acme finance"
+            />
+          </div>
           <div className="space-y-1">
             <label htmlFor="share-expiry" className="block text-sm font-medium">
               Link expires
@@ -70,7 +88,7 @@ export function ShareLinks({
               <option value="never">never (until revoked)</option>
             </select>
           </div>
-          <Button type="submit" disabled={pending}>
+          <Button type="submit" disabled={pending} className="sm:mt-6">
             Create share link
           </Button>
         </form>
@@ -78,7 +96,8 @@ export function ShareLinks({
       {links.length > 0 && (
         <ul className="divide-y divide-slate-100 rounded-lg border border-slate-200 bg-white text-sm">
           {links.map((link) => (
-            <li key={link.id} className="flex flex-wrap items-center gap-3 p-3" data-testid="share-link-row">
+            <li key={link.id} className="flex flex-wrap items-center gap-x-3 gap-y-1 p-3" data-testid="share-link-row">
+              {link.label && <strong className="break-all">{link.label}</strong>}
               <code className="font-mono text-xs">{link.display}</code>
               <Badge tone={TONE[link.status]}>{link.status[0]!.toUpperCase() + link.status.slice(1)}</Badge>
               <span className="text-slate-600">
@@ -89,6 +108,9 @@ export function ShareLinks({
                   Revoke<span className="sr-only"> share link {link.display}</span>
                 </Button>
               )}
+              <span className="basis-full text-slate-600" data-testid="share-link-activity">
+                <span title={link.lastOpenedAt}>{link.opened}</span> · {link.downloads}
+              </span>
             </li>
           ))}
         </ul>

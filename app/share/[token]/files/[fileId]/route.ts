@@ -1,11 +1,16 @@
-import { plainNotFound } from "@/lib/api/responses";
+import { noStoreRedirect } from "@/lib/api/responses";
 import { browserDownload } from "@/lib/downloads/browser";
-import { resolveShareToken } from "@/lib/shares";
+import { countShareDownload, lookUpShareToken } from "@/lib/shares";
+import { publicOrigin } from "@/lib/site";
 
-/** A download through a share link: only files of the shared order, by the same signed URL as the API. */
+/**
+ * A download through a share link: only files of the shared order, by the same signed URL as the
+ * API. A link that does not work sends the browser to the share page, which says why.
+ */
 export async function GET(request: Request, { params }: { params: Promise<{ token: string; fileId: string }> }) {
   const { token, fileId } = await params;
-  const shared = await resolveShareToken(token);
-  if (!shared) return plainNotFound("This share link does not work: it was revoked, has expired or is incomplete.");
-  return browserDownload(request, { ...shared, fileId, orderPage: `/share/${encodeURIComponent(token)}` });
+  const sharePage = `/share/${encodeURIComponent(token)}`;
+  const shared = await lookUpShareToken(token);
+  if (!shared?.active) return noStoreRedirect(`${publicOrigin(request)}${sharePage}`, 303);
+  return browserDownload(request, { ...shared, fileId, orderPage: sharePage }, () => countShareDownload(shared.linkId));
 }
