@@ -66,14 +66,22 @@ export function signInLink(mail: Mail): string {
   return link;
 }
 
-/** Asks for a sign-in link on the sign-in page and returns the link from the e-mail. */
-export async function requestSignInLink(page: Page, email: string): Promise<string> {
+/**
+ * Asks for a sign-in link on the sign-in page (the one open if `keepPage`, to keep its return
+ * path) and returns the link from the e-mail.
+ */
+export async function requestSignInLink(page: Page, email: string, { keepPage = false } = {}): Promise<string> {
+  if (!keepPage) await page.goto("/signin");
+  return signInLink(await submitAndWait(page, email));
+}
+
+/** Sends the open sign-in form for `email` and waits for the e-mail it causes. */
+export async function submitAndWait(page: Page, email: string): Promise<Mail> {
   const since = Date.now();
-  await page.goto("/signin");
   await page.getByLabel("E-mail address").fill(email);
   await page.getByRole("button", { name: "E-mail me a sign-in link" }).click();
   await expect(page.getByRole("heading", { name: "Check your e-mail" })).toBeVisible();
-  return signInLink(await waitForMail(email, since));
+  return waitForMail(email, since);
 }
 
 /** The whole sign-in: request the link, open it from the e-mail, confirm. Ends on the orders page. */

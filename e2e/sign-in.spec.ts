@@ -1,6 +1,16 @@
 import pg from "pg";
 import { buyer } from "../tests/helpers/fixtures";
-import { expect, mailRecipients, requestSignInLink, screenshot, signIn, test, waitForMail } from "./helpers";
+import {
+  expect,
+  mailRecipients,
+  requestSignInLink,
+  screenshot,
+  signIn,
+  signInLink,
+  submitAndWait,
+  test,
+  waitForMail,
+} from "./helpers";
 
 test("a buyer signs in with the e-mailed link, and the link works only once", async ({ page, browser }) => {
   const { email } = await buyer("e2e-signin");
@@ -14,14 +24,15 @@ test("a buyer signs in with the e-mailed link, and the link works only once", as
   await expect(page).toHaveURL(/\/orders$/);
   await expect(page.getByTestId("signed-in-as")).toHaveText(email);
 
-  // The same link again, from another browser: refused with a clear page.
+  // The same link again, from another browser: the confirm page sees it is used, and offers a new one.
   const other = await browser.newContext({ baseURL: process.env.E2E_BASE_URL });
   const otherPage = await other.newPage();
   await otherPage.goto(link);
-  await otherPage.getByRole("link", { name: "Sign in" }).and(otherPage.locator("main a")).click();
   await expect(otherPage.getByRole("heading", { name: "This sign-in link no longer works" })).toBeVisible();
-  await expect(otherPage.getByText(/expired or has already been used/)).toBeVisible();
+  await expect(otherPage.getByText(/used already \(each link works once\)/)).toBeVisible();
   await screenshot(otherPage, "sign-in-link-used");
+  await otherPage.getByRole("link", { name: "Get a new sign-in link" }).click();
+  await expect(otherPage.getByLabel("E-mail address")).toHaveValue(email);
   await otherPage.goto("/keys");
   await expect(otherPage).toHaveURL(/\/signin\?callbackUrl=%2Fkeys$/);
   await other.close();
@@ -34,9 +45,12 @@ test("a buyer signs in with the e-mailed link, and the link works only once", as
   );
 });
 
-test("an expired sign-in link is refused", async ({ page }) => {
+test("an expired sign-in link is recognised before it is used, and a new one keeps the way back", async ({ page }) => {
   const { email } = await buyer("e2e-expired");
-  const link = await requestSignInLink(page, email);
+  // Sent to sign in from the keys page: the link's callback leads back there.
+  await page.goto("/keys");
+  await expect(page).toHaveURL(/\/signin\?callbackUrl=%2Fkeys$/);
+  const link = await requestSignInLink(page, email, { keepPage: true });
   const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
   await client.connect();
   // The link's 15 minutes have passed.
@@ -47,9 +61,26 @@ test("an expired sign-in link is refused", async ({ page }) => {
   await client.end();
   expect(rowCount).toBe(1);
   await page.goto(link);
-  await page.getByRole("link", { name: "Sign in" }).and(page.locator("main a")).click();
-  await expect(page.getByRole("heading", { name: "This sign-in link no longer works" })).toBeVisible();
+  await expect(page.getByRole("heading", { name: "This sign-in link has expired" })).toBeVisible();
   await expect(page.getByTestId("signed-in-as")).toHaveCount(0);
+  // The new link's form has the address filled in and still leads to the keys page.
+  await page.getByRole("link", { name: "Get a new sign-in link" }).click();
+  await expect(page.getByLabel("E-mail address")).toHaveValue(email);
+  await expect(page.getByTestId("sign-in-to-continue")).toHaveText("Sign in to continue to /keys.");
+  const fresh = signInLink(await submitAndWait(page, email));
+  await page.goto(fresh);
+  await page.getByRole("link", { name: "Sign in" }).and(page.locator("main a")).click();
+  await expect(page).toHaveURL(/\/keys$/);
+
+  // A tampered link is refused the same way, without a button that would spend anything.
+  const tampered = new URL(fresh);
+  tampered.searchParams.set(
+    "token",
+    tampered.searchParams.get("token")!.replace(/.$/, (c) => (c === "a" ? "b" : "a")),
+  );
+  await page.goto(tampered.toString());
+  await expect(page.getByRole("heading", { name: "This sign-in link no longer works" })).toBeVisible();
+  await expect(page.getByRole("link", { name: "Sign in", exact: true }).and(page.locator("main a"))).toHaveCount(0);
 });
 
 test("an address without a buyer account gets the same answer and no e-mail", async ({ page }) => {
