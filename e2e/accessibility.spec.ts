@@ -21,6 +21,13 @@ test("the dashboard reads on a phone without sideways scrolling", async ({ page 
     expect(overflow, `${path} is wider than the screen`).toBeLessThanOrEqual(0);
     await screenshot(page, name);
   }
+  // The reference's copy buttons sit above the code, never over it, and its examples scroll by keyboard.
+  await page.goto("/docs/api");
+  const example = page.locator("#getOrder");
+  const copy = await example.getByRole("button", { name: "Copy request" }).boundingBox();
+  const code = await example.locator("pre").first().boundingBox();
+  expect(copy!.y + copy!.height).toBeLessThanOrEqual(code!.y);
+  await expect(example.locator("pre").first()).toHaveAttribute("tabindex", "0");
   // The header is one row (the name and a Menu button); the menu lists the sections, the current one marked.
   await page.goto("/keys");
   const brand = await page.getByRole("link", { name: "Dataset Access" }).boundingBox();

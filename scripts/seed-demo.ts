@@ -2,11 +2,10 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import { createBuyer } from "../lib/buyers";
 import { db } from "../lib/db/client";
+import { DEMO_EMAIL } from "../lib/docs/examples";
 import { addOrderFile, createOrder } from "../lib/orders/admin";
 import type { OrderStatus } from "../lib/orders/status";
 import { enableSocialAccess, importSocialProfiles } from "../lib/social/admin";
-
-export const DEMO_EMAIL = "demo@example.com";
 
 type DemoOrder = { name: string; status: OrderStatus; daysAgo: number; files: { name: string; content: string }[] };
 
@@ -66,15 +65,21 @@ export async function seedDemo(log: (message: string) => void = console.log): Pr
   }
   const now = Date.now();
   for (const demo of DEMO_ORDERS) {
-    const order = await createOrder({
-      buyerId: buyer.id,
-      name: demo.name,
-      status: demo.status,
-      now: new Date(now - demo.daysAgo * DAY),
-    });
+    const paidAt = new Date(now - demo.daysAgo * DAY);
+    const order = await createOrder({ buyerId: buyer.id, name: demo.name, status: demo.status, now: paidAt });
     for (const file of demo.files) {
       await addOrderFile({ orderId: order.id, name: file.name, source: Readable.from([Buffer.from(file.content)]) });
     }
+    // Dated like a real order's life: files delivered a day after payment, a refund a day after that.
+    const deliveredAt = new Date(paidAt.getTime() + DAY);
+    await db().orderFile.updateMany({ where: { orderId: order.id }, data: { createdAt: deliveredAt } });
+    await db().order.update({
+      where: { id: order.id },
+      data: {
+        deliveredAt: demo.status === "delivered" ? deliveredAt : null,
+        refundedAt: demo.status === "refunded" ? new Date(deliveredAt.getTime() + DAY) : null,
+      },
+    });
   }
   await enableSocialAccess(buyer.id, 1000, 30);
   const report = await importSocialProfiles(path.resolve("prisma/seed/social-profiles.ndjson"));

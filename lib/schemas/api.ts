@@ -45,7 +45,10 @@ export const fileSchema = z
     sha256: z
       .string()
       .regex(/^[0-9a-f]{64}$/)
-      .meta({ description: "Hex SHA-256 of the content; also the download's ETag." }),
+      .meta({
+        description: "Hex SHA-256 of the content; also the download's ETag.",
+        example: "5d41e5b1c9a7a1c1f0b7e2a4d3c6f8e9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5",
+      }),
     created_at: timestamp,
   })
   .meta({ id: "File", description: "A file delivered for an order." });
@@ -53,7 +56,9 @@ export const fileSchema = z
 export const orderSchema = z
   .object({
     id: z.string().meta({ example: "ord_9c1b2a3d4e5f60718293a4b5c6d7e8f9" }),
-    status: z.enum(ORDER_STATUSES).meta({ description: "Files can be downloaded only while delivered." }),
+    status: z
+      .enum(ORDER_STATUSES)
+      .meta({ description: "Files can be downloaded only while delivered.", example: "delivered" }),
     name: z.string().meta({ example: "E-commerce product prices, Q3 2026" }),
     paid_at: timestamp,
     delivered_at: timestamp.nullable(),
@@ -65,7 +70,11 @@ export const orderSchema = z
 export const orderPageSchema = z
   .object({
     data: z.array(orderSchema),
-    next_offset: z.number().int().nullable().meta({ description: "Offset of the next page; null on the last page." }),
+    next_offset: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: "Offset of the next page; null on the last page.", example: 2 }),
   })
   .meta({ id: "OrderPage" });
 

@@ -1,93 +1,118 @@
 import type { Metadata } from "next";
+import Link from "next/link";
+import type { ReactNode } from "react";
+import { CodeBlock } from "@/components/code-block";
+import { MarkdownText } from "@/components/markdown";
+import { linkClass } from "@/components/ui";
 import { buildOpenApiDocument } from "@/lib/api/openapi";
 import { apiErrorCatalog } from "@/lib/api/problem";
-import { siteOrigin } from "@/lib/site";
-import { CodeBlock } from "@/components/code-block";
 import { DATASETS_RATE_LIMIT } from "@/lib/contract";
+import { DEMO_EMAIL, apiExamples, exampleSignedLink, type ApiExamples } from "@/lib/docs/examples";
+import {
+  endpointViews,
+  objectViews,
+  type EndpointView,
+  type OpenApiDocument,
+  type TypeLabel,
+} from "@/lib/docs/reference";
+import { siteOrigin } from "@/lib/site";
 import { SOCIAL_PLATFORMS } from "@/lib/social/platforms";
 
 export const metadata: Metadata = { title: "API reference" };
 export const dynamic = "force-dynamic";
 
-type Operation = {
-  summary?: string;
-  description?: string;
-  parameters?: { name: string; in: string; description?: string }[];
-};
+/** A curl command, one option per line so that it reads (and fits) on a narrow screen. */
+const curl = (first: string, ...rest: string[]) => [`curl ${first}`, ...rest].join(" \\\n  ");
+const AUTH = `-H "Authorization: Bearer $DATASET_ACCESS_KEY"`;
 
 /** Rendered from the same OpenAPI document as /api/v1/openapi.json, so the two cannot disagree. */
 export default async function ApiReferencePage() {
   const origin = await siteOrigin();
-  const document = buildOpenApiDocument(`${origin}/api/v1`);
-  const paths = Object.entries(document.paths ?? {}) as [string, Record<string, Operation>][];
+  const api = `${origin}/api/v1`;
+  const document = buildOpenApiDocument(api) as unknown as OpenApiDocument;
+  const examples = await apiExamples(document);
+  const endpoints = endpointViews(document);
   return (
     <article className="space-y-10">
       <header className="space-y-3">
         <h1 className="text-3xl font-bold tracking-tight">API reference</h1>
-        <p className="max-w-2xl text-slate-600">{document.info.description}</p>
+        <MarkdownText className="max-w-2xl text-slate-600">{document.info?.description ?? ""}</MarkdownText>
         <p className="text-sm">
           Machine-readable: {/* A JSON document, not a page: a plain link, never client-side navigation. */}
           {/* eslint-disable-next-line @next/next/no-html-link-for-pages */}
-          <a className="text-blue-700 underline" href="/api/v1/openapi.json">
+          <a className={linkClass} href="/api/v1/openapi.json">
             /api/v1/openapi.json
           </a>{" "}
           (OpenAPI 3.1).
         </p>
+        <nav aria-label="Endpoints" className="text-sm">
+          <ul className="list-inside list-disc space-y-1">
+            {endpoints.map((endpoint) => (
+              <li key={endpoint.id}>
+                <a href={`#${endpoint.id}`} className={linkClass}>
+                  {endpoint.summary}
+                </a>
+              </li>
+            ))}
+          </ul>
+        </nav>
       </header>
 
       <section className="space-y-3">
         <h2 className="text-xl font-semibold">Authentication</h2>
         <p className="text-slate-700">
-          Every request carries <code>Authorization: Bearer &lt;API_KEY&gt;</code>. Keys are created in the dashboard,
-          have one permission (<code>datasets:read</code> for orders) and must stay on your server: never put them in
-          browser or mobile code.
+          Every request carries <code>Authorization: Bearer &lt;API_KEY&gt;</code>. Keys are created in the{" "}
+          <Link href="/keys" className={linkClass}>
+            dashboard
+          </Link>
+          , have one permission (<code>datasets:read</code> for orders, <code>scrape:read</code> for the Social API) and
+          must stay on your server: never put them in browser or mobile code.
         </p>
-        <CodeBlock>{`export DATASET_ACCESS_KEY=dak_...   # from the dashboard, shown once\ncurl -H "Authorization: Bearer $DATASET_ACCESS_KEY" ${origin}/api/v1/orders`}</CodeBlock>
+        <CodeBlock label="shell">{`export DATASET_ACCESS_KEY=dak_...   # from the dashboard, shown once\n${curl(AUTH, `${api}/orders`)}`}</CodeBlock>
+        <p className="text-sm text-slate-600" data-testid="examples-source">
+          {examples.source === "demo"
+            ? `The examples below are real: their ids and answers are those of the demo account (${DEMO_EMAIL}), so they work as shown with one of its keys.`
+            : "The ids and values in the examples below are made up; your own orders' ids come from the list."}
+        </p>
       </section>
 
-      <section className="space-y-6">
-        <h2 className="text-xl font-semibold">Endpoints</h2>
-        {paths.map(([path, operations]) =>
-          Object.entries(operations).map(([method, operation]) => (
-            <div key={`${method} ${path}`} className="space-y-2 rounded-lg border border-slate-200 bg-white p-5">
-              <h3 className="font-mono text-base font-semibold">
-                {method.toUpperCase()} /api/v1{path}
-              </h3>
-              <p className="text-slate-700">{operation.summary}</p>
-              {operation.description && <p className="text-sm text-slate-600">{operation.description}</p>}
-              {operation.parameters && operation.parameters.length > 0 && (
-                <ul className="list-inside list-disc text-sm text-slate-700">
-                  {operation.parameters.map((parameter) => (
-                    <li key={parameter.name}>
-                      <code>{parameter.name}</code> ({parameter.in})
-                      {parameter.description ? `: ${parameter.description}` : ""}
-                    </li>
-                  ))}
-                </ul>
-              )}
-            </div>
-          )),
-        )}
+      <section className="space-y-6" aria-labelledby="endpoints-heading">
+        <h2 id="endpoints-heading" className="text-xl font-semibold">
+          Endpoints
+        </h2>
+        {endpoints.map((endpoint) => (
+          <Endpoint key={endpoint.id} endpoint={endpoint} example={exampleFor(endpoint.id, examples, api)} />
+        ))}
       </section>
 
-      <section className="space-y-3">
-        <h2 className="text-xl font-semibold">Examples</h2>
-        <p className="text-slate-700">
-          List orders page by page, read one, and download a file (follow the redirect with -L):
-        </p>
-        <CodeBlock>
-          {[
-            `curl -H "Authorization: Bearer $DATASET_ACCESS_KEY" "${origin}/api/v1/orders?limit=50&offset=0"`,
-            `curl -H "Authorization: Bearer $DATASET_ACCESS_KEY" ${origin}/api/v1/orders/ord_...`,
-            `curl -L -OJ -H "Authorization: Bearer $DATASET_ACCESS_KEY" ${origin}/api/v1/orders/ord_.../files/fil_...`,
-            `# resume an interrupted download: ask for a fresh link, then continue where the file stops`,
-            `curl -L -C - -o products.csv -H "Authorization: Bearer $DATASET_ACCESS_KEY" ${origin}/api/v1/orders/ord_.../files/fil_...`,
-          ].join("\n")}
-        </CodeBlock>
-        <p className="text-sm text-slate-600">
-          curl sends the Authorization header only to the original host, so the signed link it follows needs none. Check
-          a download against the file&apos;s <code>sha256</code> (also its ETag).
-        </p>
+      <section className="space-y-4" aria-labelledby="objects-heading">
+        <h2 id="objects-heading" className="text-xl font-semibold">
+          Objects
+        </h2>
+        {objectViews(document).map((object) => (
+          <div
+            key={object.name}
+            id={`schema-${object.name}`}
+            className="space-y-2 rounded-lg border border-slate-200 bg-white p-4 sm:p-5"
+          >
+            <h3 className="font-mono text-base font-semibold">{object.name}</h3>
+            {object.description && <MarkdownText className="text-sm text-slate-700">{object.description}</MarkdownText>}
+            <dl className="divide-y divide-slate-100 text-sm" data-testid={`fields-${object.name}`}>
+              {object.fields.map((field) => (
+                <div key={field.name} className="gap-4 py-2 sm:grid sm:grid-cols-[12rem_1fr]">
+                  <dt className="font-mono break-all">
+                    {field.name}
+                    {!field.required && <span className="ml-1 font-sans text-xs text-slate-500">optional</span>}
+                  </dt>
+                  <dd className="space-y-1 text-slate-700">
+                    <Type label={field.type} />
+                    {field.description && <MarkdownText>{field.description}</MarkdownText>}
+                  </dd>
+                </div>
+              ))}
+            </dl>
+          </div>
+        ))}
       </section>
 
       <section className="space-y-3">
@@ -105,7 +130,6 @@ export default async function ApiReferencePage() {
           <code>Social-Allowance-Remaining</code> and <code>Social-Allowance-Reset</code> headers say where it stands.
           Every request counts toward the account&apos;s own rate per minute.
         </p>
-        <CodeBlock>{`curl -H "Authorization: Bearer $SOCIAL_KEY" "${origin}/api/v1/scrape/instagram/profile?handle=@nasa"`}</CodeBlock>
       </section>
 
       <section className="space-y-3">
@@ -118,34 +142,158 @@ export default async function ApiReferencePage() {
         </p>
       </section>
 
-      <section className="space-y-3">
-        <h2 className="text-xl font-semibold">Errors</h2>
+      <section className="space-y-3" aria-labelledby="errors-heading">
+        <h2 id="errors-heading" className="text-xl font-semibold">
+          Errors
+        </h2>
         <p className="text-slate-700">
-          Errors are <code>application/problem+json</code> (RFC 9457):{" "}
-          <code>{"{type, title, status, detail, code, request_id}"}</code>. Branch on <code>code</code>; show{" "}
+          Errors are <code>application/problem+json</code> (RFC 9457), a{" "}
+          <a href="#schema-Problem" className={linkClass}>
+            Problem
+          </a>
+          : <code>{"{type, title, status, detail, code, request_id}"}</code>. Branch on <code>code</code>; show{" "}
           <code>detail</code> to people; quote <code>request_id</code> to support.
         </p>
-        <div className="overflow-x-auto">
-          <table className="w-full text-left text-sm">
-            <thead>
-              <tr className="border-b border-slate-300">
-                <th className="py-2 pr-4">Status</th>
-                <th className="py-2 pr-4">Code</th>
-                <th className="py-2">Meaning</th>
-              </tr>
-            </thead>
-            <tbody>
-              {apiErrorCatalog().map(({ code, status, meaning }) => (
-                <tr key={code} id={`error-${code}`} className="border-b border-slate-200 align-top">
-                  <td className="py-2 pr-4">{status}</td>
-                  <td className="py-2 pr-4 font-mono">{code}</td>
-                  <td className="py-2">{meaning}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        {/* A list, not a table: each error stacks on a phone and lines up in columns from `sm` up. */}
+        <ul className="divide-y divide-slate-200 border-y border-slate-200 text-sm" aria-label="Error codes">
+          <li className="hidden gap-4 py-2 font-semibold sm:grid sm:grid-cols-[4rem_14rem_1fr]" aria-hidden="true">
+            <span>Status</span>
+            <span>Code</span>
+            <span>Meaning</span>
+          </li>
+          {apiErrorCatalog().map(({ code, status, meaning }) => (
+            <li
+              key={code}
+              id={`error-${code}`}
+              className="gap-4 py-2 sm:grid sm:grid-cols-[4rem_14rem_1fr]"
+              data-testid="error-code"
+            >
+              <span className="mr-2 font-semibold sm:mr-0">{status}</span>
+              <code className="font-mono break-all">{code}</code>
+              <MarkdownText className="mt-1 text-slate-700 sm:mt-0">{meaning}</MarkdownText>
+            </li>
+          ))}
+        </ul>
       </section>
     </article>
+  );
+}
+
+type Example = { path: string; request: string; response: string; responseLabel: string };
+
+function exampleFor(id: string, examples: ApiExamples, api: string): Example | undefined {
+  switch (id) {
+    case "listOrders":
+      return {
+        path: examples.listOrders.path,
+        request: `${curl(AUTH, `"${api}${examples.listOrders.path}"`)}\n# next page: the same with &offset=<next_offset>, until next_offset is null`,
+        response: examples.listOrders.body,
+        responseLabel: "200 response",
+      };
+    case "getOrder":
+      return {
+        path: examples.getOrder.path,
+        request: curl(AUTH, `${api}${examples.getOrder.path}`),
+        response: examples.getOrder.body,
+        responseLabel: "200 response",
+      };
+    case "downloadFile":
+      return {
+        path: examples.downloadFile.path,
+        request: [
+          `# -L follows the redirect; -OJ saves under the file's own name (${examples.downloadFile.fileName})`,
+          curl("-L -OJ", AUTH, `${api}${examples.downloadFile.path}`),
+          "# resume an interrupted download: continue where the file on disk stops",
+          curl("-L -C -", `-o ${examples.downloadFile.fileName}`, AUTH, `${api}${examples.downloadFile.path}`),
+        ].join("\n"),
+        response: `HTTP/1.1 302 Found\nLocation: ${exampleSignedLink(api.replace(/\/api\/v1$/, ""))}\nCache-Control: private, no-store`,
+        responseLabel: "302 response (headers)",
+      };
+    case "getSocialProfile":
+      return {
+        path: examples.getSocialProfile.path,
+        request: curl(`-H "Authorization: Bearer $SOCIAL_KEY"`, `"${api}${examples.getSocialProfile.path}"`),
+        response: examples.getSocialProfile.body,
+        responseLabel: "200 response",
+      };
+    default:
+      return undefined;
+  }
+}
+
+function Endpoint({ endpoint, example }: { endpoint: EndpointView; example?: Example }) {
+  return (
+    <div
+      id={endpoint.id}
+      data-example-path={example?.path}
+      className="space-y-4 rounded-lg border border-slate-200 bg-white p-4 sm:p-5"
+    >
+      <div className="space-y-1">
+        <h3 className="font-mono text-base font-semibold break-all">
+          {endpoint.method} /api/v1{endpoint.path}
+        </h3>
+        <p className="text-slate-700">{endpoint.summary}</p>
+      </div>
+      {endpoint.description && <MarkdownText className="text-sm text-slate-700">{endpoint.description}</MarkdownText>}
+      {endpoint.parameters.length > 0 && (
+        <Part title="Parameters">
+          <dl className="divide-y divide-slate-100 text-sm">
+            {endpoint.parameters.map((parameter) => (
+              <div key={`${parameter.in}-${parameter.name}`} className="gap-4 py-2 sm:grid sm:grid-cols-[12rem_1fr]">
+                <dt className="font-mono">
+                  {parameter.name}{" "}
+                  <span className="font-sans text-xs text-slate-500">
+                    {parameter.in}
+                    {parameter.required ? ", required" : ", optional"}
+                  </span>
+                </dt>
+                <dd className="text-slate-700">
+                  {parameter.description && <MarkdownText>{parameter.description}</MarkdownText>}
+                </dd>
+              </div>
+            ))}
+          </dl>
+        </Part>
+      )}
+      <Part title="Responses">
+        <ul className="space-y-1 text-sm text-slate-700">
+          {[...endpoint.success, ...endpoint.errors].map((response) => (
+            <li key={response.status} className="flex flex-wrap gap-x-2">
+              <span className="font-semibold">{response.status}</span>
+              {response.body && <Type label={response.body} />}
+              <MarkdownText className="[&_p]:inline">{response.description}</MarkdownText>
+            </li>
+          ))}
+        </ul>
+      </Part>
+      {example && (
+        <Part title="Example">
+          <CodeBlock label="request">{example.request}</CodeBlock>
+          <CodeBlock label={example.responseLabel} testId={`example-response-${endpoint.id}`}>
+            {example.response}
+          </CodeBlock>
+        </Part>
+      )}
+    </div>
+  );
+}
+
+function Part({ title, children }: { title: string; children: ReactNode }) {
+  return (
+    <div className="space-y-2">
+      <h4 className="text-sm font-semibold text-slate-900">{title}</h4>
+      {children}
+    </div>
+  );
+}
+
+/** A type, with a link to the object it names. */
+function Type({ label }: { label: TypeLabel }) {
+  return label.ref ? (
+    <a href={`#schema-${label.ref}`} className={`${linkClass} font-mono text-xs`}>
+      {label.text}
+    </a>
+  ) : (
+    <span className="font-mono text-xs text-slate-600">{label.text}</span>
   );
 }

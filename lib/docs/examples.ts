@@ -1,0 +1,83 @@
+import { DOWNLOAD_LINK_TTL_SECONDS } from "../contract";
+import { db } from "../db/client";
+import { orderJson, orderPageJson } from "../orders/queries";
+import type { OpenApiDocument } from "./reference";
+import { exampleOf } from "./reference";
+
+/** The demo buyer `npm run seed` loads (scripts/seed-demo.ts). */
+export const DEMO_EMAIL = "demo@example.com";
+
+/** One example exchange per endpoint: the path to call and, where there is one, the JSON body it answers. */
+export type ApiExamples = {
+  /** "demo": real ids and bodies of the demo account, so the examples work with a key of it. */
+  source: "demo" | "schema";
+  listOrders: { path: string; body: string };
+  getOrder: { path: string; body: string };
+  downloadFile: { path: string; fileName: string };
+  getSocialProfile: { path: string; body: string };
+};
+
+const pretty = (json: string | unknown) => JSON.stringify(typeof json === "string" ? JSON.parse(json) : json, null, 2);
+
+/**
+ * Examples for the API reference. Where the demo data is loaded they are the demo account's own
+ * answers (the same functions the API answers with, read-only: nothing is counted or used up);
+ * elsewhere they are built from the schemas' examples.
+ */
+export async function apiExamples(document: OpenApiDocument): Promise<ApiExamples> {
+  return (await demoExamples().catch(() => undefined)) ?? schemaExamples(document);
+}
+
+async function demoExamples(): Promise<ApiExamples | undefined> {
+  const buyer = await db().user.findUnique({ where: { email: DEMO_EMAIL }, select: { id: true } });
+  if (!buyer) return undefined;
+  const delivered = await db().order.findFirst({
+    where: { buyerId: buyer.id, status: "delivered", files: { some: {} } },
+    orderBy: [{ paidAt: "desc" }, { id: "desc" }],
+    select: {
+      id: true,
+      files: { orderBy: [{ createdAt: "asc" }, { id: "asc" }], take: 1, select: { id: true, name: true } },
+    },
+  });
+  const profile = await db().socialProfile.findFirst({
+    orderBy: [{ platform: "asc" }, { handle: "asc" }],
+    select: { platform: true, handle: true, profile: true, fetchedAt: true },
+  });
+  if (!delivered || !profile) return undefined;
+  const file = delivered.files[0]!;
+  return {
+    source: "demo",
+    listOrders: { path: "/orders?limit=2", body: pretty(await orderPageJson(buyer.id, { limit: 2, offset: 0 })) },
+    getOrder: { path: `/orders/${delivered.id}`, body: pretty(await orderJson(buyer.id, delivered.id)) },
+    downloadFile: { path: `/orders/${delivered.id}/files/${file.id}`, fileName: file.name },
+    getSocialProfile: {
+      path: `/scrape/${profile.platform}/profile?handle=${encodeURIComponent(profile.handle)}`,
+      body: pretty({
+        platform: profile.platform,
+        handle: profile.handle,
+        profile: profile.profile,
+        fetched_at: profile.fetchedAt.toISOString(),
+      }),
+    },
+  };
+}
+
+function schemaExamples(document: OpenApiDocument): ApiExamples {
+  const schemas = document.components?.schemas ?? {};
+  const order = exampleOf(document, schemas.Order) as { id: string; files: { id: string; name: string }[] };
+  const profile = exampleOf(document, schemas.SocialProfile) as { platform: string; handle: string };
+  return {
+    source: "schema",
+    listOrders: { path: "/orders?limit=2", body: pretty(exampleOf(document, schemas.OrderPage)) },
+    getOrder: { path: `/orders/${order.id}`, body: pretty(order) },
+    downloadFile: { path: `/orders/${order.id}/files/${order.files[0]!.id}`, fileName: order.files[0]!.name },
+    getSocialProfile: {
+      path: `/scrape/${profile.platform}/profile?handle=${profile.handle}`,
+      body: pretty(exampleOf(document, schemas.SocialProfile)),
+    },
+  };
+}
+
+/** The Location a download answers with, as the reference shows it (the token is made up). */
+export const exampleSignedLink = (origin: string) =>
+  `${origin}/api/dl/<signed token, valid ${DOWNLOAD_LINK_TTL_SECONDS / 60} minutes>`;
