@@ -1,24 +1,41 @@
-import type { DailyUsage, UsageOutcome } from "@/lib/keys/usage";
+/** One stacked series: `key` is the field of each day that holds its count. */
+export type ChartSeries = { key: string; label: string; color: string };
+export type ChartDay = { day: string } & Record<string, number | string>;
 
-const SERIES: { outcome: UsageOutcome; label: string; color: string }[] = [
-  { outcome: "2xx", label: "Success (2xx)", color: "#16a34a" },
-  { outcome: "4xx", label: "Client errors (4xx)", color: "#d97706" },
-  { outcome: "429", label: "Rate limited (429)", color: "#7c3aed" },
-  { outcome: "5xx", label: "Server errors (5xx)", color: "#dc2626" },
+/** API answers by outcome (lib/keys/usage.ts's DailyUsage fields). */
+const OUTCOME_SERIES: ChartSeries[] = [
+  { key: "2xx", label: "Success (2xx)", color: "#16a34a" },
+  { key: "4xx", label: "Client errors (4xx)", color: "#d97706" },
+  { key: "429", label: "Rate limited (429)", color: "#7c3aed" },
+  { key: "5xx", label: "Server errors (5xx)", color: "#dc2626" },
 ];
+const count = (day: ChartDay, key: string) => Number(day[key] ?? 0);
 
 const BAR = 10;
 const HEIGHT = 64;
 
 /**
- * API answers per day, stacked by outcome: a server-rendered SVG that scales to its box (readable
- * at 390 px), described for screen readers, with the numbers in a table behind a disclosure.
+ * Counts per day, stacked by series (by default API answers by outcome): a server-rendered SVG
+ * that scales to its box (readable at 390 px), described for screen readers, with the numbers in
+ * a table behind a disclosure.
  */
-export function UsageChart({ days, label }: { days: DailyUsage[]; label: string }) {
-  const totals = days.map((day) => SERIES.reduce((sum, series) => sum + day[series.outcome], 0));
+export function UsageChart({
+  days,
+  label,
+  series = OUTCOME_SERIES,
+  unit = "requests",
+  period = `in the last ${days.length} days`,
+}: {
+  days: ChartDay[];
+  label: string;
+  series?: ChartSeries[];
+  unit?: string;
+  period?: string;
+}) {
+  const totals = days.map((day) => series.reduce((sum, { key }) => sum + count(day, key), 0));
   const max = Math.max(1, ...totals);
   const total = totals.reduce((sum, value) => sum + value, 0);
-  const summary = `${label}: ${total.toLocaleString("en")} requests in the last ${days.length} days, at most ${max.toLocaleString("en")} a day.`;
+  const summary = `${label}: ${total.toLocaleString("en")} ${unit} ${period}, at most ${max.toLocaleString("en")} a day.`;
   return (
     <figure className="space-y-2" data-testid="usage-chart" data-total={total}>
       <svg
@@ -32,34 +49,25 @@ export function UsageChart({ days, label }: { days: DailyUsage[]; label: string 
           let top = HEIGHT;
           return (
             <g key={day.day}>
-              <title>{`${day.day}: ${totals[index]} requests`}</title>
-              {SERIES.map((series) => {
-                const height = (day[series.outcome] / max) * (HEIGHT - 4);
+              <title>{`${day.day}: ${totals[index]} ${unit}`}</title>
+              {series.map(({ key, color }) => {
+                const height = (count(day, key) / max) * (HEIGHT - 4);
                 if (height <= 0) return null;
                 top -= height;
-                return (
-                  <rect
-                    key={series.outcome}
-                    x={index * BAR + 1}
-                    y={top}
-                    width={BAR - 2}
-                    height={height}
-                    fill={series.color}
-                  />
-                );
+                return <rect key={key} x={index * BAR + 1} y={top} width={BAR - 2} height={height} fill={color} />;
               })}
             </g>
           );
         })}
       </svg>
       <figcaption className="flex flex-wrap gap-x-4 gap-y-1 text-xs text-slate-600">
-        {SERIES.map((series) => (
-          <span key={series.outcome} className="inline-flex items-center gap-1">
+        {series.map(({ key, label: seriesLabel, color }) => (
+          <span key={key} className="inline-flex items-center gap-1">
             {/* An SVG swatch: the Content-Security-Policy allows no inline styles. */}
             <svg aria-hidden="true" width="8" height="8" viewBox="0 0 8 8">
-              <rect width="8" height="8" rx="1" fill={series.color} />
+              <rect width="8" height="8" rx="1" fill={color} />
             </svg>
-            {series.label}
+            {seriesLabel}
           </span>
         ))}
       </figcaption>
@@ -74,9 +82,9 @@ export function UsageChart({ days, label }: { days: DailyUsage[]; label: string 
                 <th scope="col" className="pr-3">
                   Day (UTC)
                 </th>
-                {SERIES.map((series) => (
-                  <th key={series.outcome} scope="col" className="pr-3">
-                    {series.outcome}
+                {series.map(({ key, label: seriesLabel }) => (
+                  <th key={key} scope="col" className="pr-3">
+                    {series.length === 1 ? seriesLabel : key}
                   </th>
                 ))}
               </tr>
@@ -87,9 +95,9 @@ export function UsageChart({ days, label }: { days: DailyUsage[]; label: string 
                   <th scope="row" className="pr-3 font-normal">
                     {day.day}
                   </th>
-                  {SERIES.map((series) => (
-                    <td key={series.outcome} className="pr-3 tabular-nums">
-                      {day[series.outcome]}
+                  {series.map(({ key }) => (
+                    <td key={key} className="pr-3 tabular-nums">
+                      {count(day, key)}
                     </td>
                   ))}
                 </tr>

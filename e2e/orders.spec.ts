@@ -12,6 +12,7 @@ test("a buyer sees their orders and downloads a delivered file", async ({ page }
   await screenshot(page, "orders");
 
   await page.getByRole("link", { name: "e2e-orders: product catalogue" }).click();
+  await expect(page).toHaveTitle("e2e-orders: product catalogue · Dataset Access");
   const file = page.getByTestId("file-row").filter({ hasText: "products.csv" });
   const expected = account.deliveredFiles["products.csv"];
   await expect(file.getByTestId("file-sha256")).toHaveText(sha256(expected));

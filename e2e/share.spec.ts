@@ -26,6 +26,7 @@ test("a share link opens one order to anyone, and nothing else, until it is revo
   const opened = await guestPage.goto(url);
   expect(opened?.headers()["referrer-policy"]).toBe("no-referrer");
   await expect(guestPage.getByRole("heading", { name: "e2e-share: product catalogue" })).toBeVisible();
+  await expect(guestPage).toHaveTitle("e2e-share: product catalogue (shared) · Dataset Access");
   await expect(guestPage.getByTestId("file-row")).toHaveCount(2);
   await expect(guestPage.getByTestId("shared-by")).toContainText(`Shared with you by ${account.email}.`);
   await expect(guestPage.getByTestId("shared-by")).toContainText("This link works until");

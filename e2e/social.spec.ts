@@ -47,5 +47,12 @@ test("with Social API access: a scrape:read key reads a profile, and the dashboa
 
   await page.reload();
   await expect(page.getByTestId("social-usage")).toContainText("1 of 500 profile reads used this month, 499 left");
+  // Today's bar in the month's chart of reads holds that read.
+  const reads = page.getByTestId("social-access").getByTestId("usage-chart");
+  await expect(reads).toHaveAttribute("data-total", "1");
+  await reads.getByText("Show the numbers").click();
+  const today = new Date().toISOString().slice(0, 10);
+  await expect(reads.getByRole("row", { name: today })).toContainText("1");
+  await expect(page.getByTestId("social-pace")).toContainText("within the allowance");
   await screenshot(page, "keys-social");
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { enableSocialAccess } from "../../lib/social/admin";
-import { allowancePeriod, allowanceUsage, consumeAllowance } from "../../lib/social/access";
+import { allowancePeriod, allowanceUsage, consumeAllowance, dailyReadsThisPeriod } from "../../lib/social/access";
 import { readSocialProfile } from "../../lib/social/profiles";
 import { db } from "../../lib/db/client";
 import { createTestEnvironment } from "../helpers/database";
@@ -41,6 +41,26 @@ describe("the monthly allowance, with an injected clock (real PostgreSQL)", () =
     expect(rows.map((row) => [row.periodStart.toISOString().slice(0, 10), row.used])).toEqual([
       ["2026-11-01", 2],
       ["2026-12-01", 1],
+    ]);
+  });
+
+  it("counts each read taken on its day (UTC), and none that was refused", async () => {
+    const account = await buyer("daily-reads");
+    const read = (at: string) => consumeAllowance(account.id, 3, new Date(at));
+    await read("2026-11-02T23:59:59.999Z");
+    await read("2026-11-03T00:00:00.000Z");
+    await read("2026-11-03T10:00:00.000Z");
+    expect(await read("2026-11-03T11:00:00.000Z")).toBeUndefined(); // the allowance of 3 is used up
+    const days = await dailyReadsThisPeriod(account.id, new Date("2026-11-04T08:00:00.000Z"));
+    expect(days).toEqual([
+      { day: "2026-11-01", reads: 0 },
+      { day: "2026-11-02", reads: 1 },
+      { day: "2026-11-03", reads: 2 },
+      { day: "2026-11-04", reads: 0 },
+    ]);
+    // December's chart starts empty.
+    expect(await dailyReadsThisPeriod(account.id, new Date("2026-12-01T00:00:00.000Z"))).toEqual([
+      { day: "2026-12-01", reads: 0 },
     ]);
   });
 

@@ -2,11 +2,26 @@ import Link from "next/link";
 import { Badge, linkClass } from "@/components/ui";
 import { now } from "@/lib/clock";
 import { formatDate } from "@/lib/format";
-import { allowanceUsage, type SocialAccessSettings } from "@/lib/social/access";
+import { UsageChart } from "@/components/usage-chart";
+import { allowancePeriod, allowanceUsage, dailyReadsThisPeriod, type SocialAccessSettings } from "@/lib/social/access";
+
+const READS_SERIES = [{ key: "reads", label: "Profile reads", color: "#2563eb" }];
+
+/** Reads by the end of the period at the pace of its days so far (today counted as a whole day). */
+function projectedReads(used: number, at: Date): number {
+  const { start, end } = allowancePeriod(at);
+  const daysInPeriod = Math.round((end.getTime() - start.getTime()) / 86_400_000);
+  const daysSoFar = Math.floor((at.getTime() - start.getTime()) / 86_400_000) + 1;
+  return Math.round((used / daysSoFar) * daysInPeriod);
+}
 
 /** The account's Social API access and this month's use of its allowance. */
 export async function SocialAccessSummary({ buyerId, access }: { buyerId: string; access?: SocialAccessSettings }) {
-  const usage = access?.enabled ? await allowanceUsage(buyerId, access.monthlyAllowance, now()) : undefined;
+  const at = now();
+  const [usage, days] = access?.enabled
+    ? await Promise.all([allowanceUsage(buyerId, access.monthlyAllowance, at), dailyReadsThisPeriod(buyerId, at)])
+    : [undefined, []];
+  const pace = usage && projectedReads(usage.used, at);
   return (
     <section
       aria-labelledby="social-heading"
@@ -33,6 +48,19 @@ export async function SocialAccessSummary({ buyerId, access }: { buyerId: string
             max={usage.allowance}
             value={usage.used}
             className="h-2 w-full"
+          />
+          <p className="text-sm text-slate-700" data-testid="social-pace">
+            At this month&apos;s pace so far: about {pace!.toLocaleString("en")} reads by the end of the month
+            {pace! > usage.allowance
+              ? `, more than the allowance: reads would be refused before ${formatDate(usage.resetAt)}.`
+              : ", within the allowance."}
+          </p>
+          <UsageChart
+            days={days}
+            label="Social API profile reads"
+            series={READS_SERIES}
+            unit="reads"
+            period="this month"
           />
           <p className="text-sm text-slate-600">
             Use a separate <code>scrape:read</code> key. See the{" "}

@@ -8,7 +8,14 @@ import { CLIENT_IP_HEADER } from "@/lib/security/header";
 import { recordShareOpened } from "@/lib/security/log";
 import { countShareOpened, lookUpShareToken, type ClosedShareLink } from "@/lib/shares";
 
-export const metadata: Metadata = { title: "Shared order", robots: { index: false, follow: false } };
+/** The tab names the shared order while the link works; the page is never indexed. */
+export async function generateMetadata({ params }: { params: Promise<{ token: string }> }): Promise<Metadata> {
+  const shared = await lookUpShareToken((await params).token);
+  return {
+    title: shared?.active ? `${shared.orderName} (shared)` : "Shared order",
+    robots: { index: false, follow: false },
+  };
+}
 
 /**
  * The public page of one shared order. The token opens this order only: no session, no other

@@ -3,7 +3,7 @@ import Link from "next/link";
 import { notFound } from "next/navigation";
 import { OrderFiles, OrderStatusBadge, notDownloadableReason } from "@/components/order-files";
 import { Notice, linkClass } from "@/components/ui";
-import { requireBuyer } from "@/lib/auth/session";
+import { currentBuyer, requireBuyer } from "@/lib/auth/session";
 import { AppError } from "@/lib/errors";
 import { CopyButton } from "@/components/copy-button";
 import { db } from "@/lib/db/client";
@@ -12,7 +12,13 @@ import { getOrder } from "@/lib/orders/queries";
 import { listShareLinks, SHARE_LINK_EXPIRY_DAYS } from "@/lib/shares";
 import { ShareLinks } from "./share-links";
 
-export const metadata: Metadata = { title: "Order" };
+/** The tab names the order, for its owner only (anyone else gets the plain title). */
+export async function generateMetadata({ params }: { params: Promise<{ id: string }> }): Promise<Metadata> {
+  const buyer = await currentBuyer().catch(() => undefined);
+  const { id } = await params;
+  const order = buyer && (await db().order.findFirst({ where: { id, buyerId: buyer.id }, select: { name: true } }));
+  return { title: order ? order.name : "Order" };
+}
 
 export default async function OrderPage({
   params,
