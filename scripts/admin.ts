@@ -5,6 +5,7 @@ import { z } from "zod";
 import { OPERATOR, recordSecurityEvent } from "../lib/security/log";
 import { createBuyer, findBuyerByEmail } from "../lib/buyers";
 import { disconnectDb } from "../lib/db/client";
+import { closeJobQueue } from "../lib/jobs";
 import { prepareDatabase } from "../lib/db/runtime";
 import { AppError } from "../lib/errors";
 import { apiKeyExpiryDaysSchema, apiKeyPermissionSchema, createApiKey, revokeApiKey } from "../lib/keys";
@@ -358,6 +359,7 @@ async function main(argv: string[]): Promise<number> {
     }
     return fail("internal_error", `Unexpected failure: ${(error as Error).message}`);
   } finally {
+    await closeJobQueue();
     await disconnectDb();
     await database?.stop();
   }

@@ -9,11 +9,13 @@ import { API_PATH, methodNotAllowed, unroutableApiPath } from "../lib/api/respon
 import { markRequestServer } from "../lib/db/timeouts";
 import { isDownloadLinkPath, serveDownloadLink } from "../lib/downloads/route";
 import { flushUsage } from "../lib/keys/usage";
+import { closeJobQueue } from "../lib/jobs";
+import { startJobWorker } from "../lib/jobs/worker";
 import { clientIp } from "../lib/auth/signin-limits";
 import { CLIENT_IP_HEADER } from "../lib/security/header";
 import { API_HEADERS } from "../lib/security-headers";
 import { API_V1_PATH, serveApiV1 } from "./api-routes";
-import { logger } from "../lib/log";
+import { errorFields, logger } from "../lib/log";
 import { metricsExposition } from "../lib/metrics";
 import { assignRequestId, recordRequestWhenDone } from "../lib/observability";
 
@@ -77,11 +79,22 @@ server.listen(port, hostname, () => {
   logger().info({ port, hostname, mode }, `Listening on http://${hostname ?? "localhost"}:${port} (${mode}).`);
 });
 
+// The job worker runs in this process unless it runs on its own (`npm run worker`, JOBS_WORKER=off here).
+const stopWorker =
+  process.env.JOBS_WORKER === "off"
+    ? undefined
+    : startJobWorker().catch((error: unknown) => {
+        logger().error({ ...errorFields(error) }, "The job worker did not start: webhooks and reminders wait.");
+        return undefined;
+      });
+
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, () => {
     server.close();
-    // Usage counts still in the process are written before it exits.
-    void Promise.allSettled([app.close(), flushUsage()]).finally(() => process.exit(0));
+    // Usage counts still in the process are written before it exits; jobs in hand are finished.
+    void Promise.allSettled([app.close(), flushUsage(), stopWorker?.then((stop) => stop?.()), closeJobQueue()]).finally(
+      () => process.exit(0),
+    );
   });
 }
 

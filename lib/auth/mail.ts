@@ -77,6 +77,35 @@ export async function deliverSignInMail(mail: SignInMail, delivery = mailDeliver
     throw new Error(`The mail server refused the sign-in e-mail for ${refused.length} address(es).`);
 }
 
+/** A notice to a buyer (a key about to expire, an endpoint disabled): plain text, no link that signs in. */
+export type NoticeMail = { to: string; subject: string; text: string };
+
+/**
+ * Sends a notice through the same mail server; in development without SMTP it goes to the dev
+ * mailbox. Without any mail configuration it is logged and dropped (production refuses to sign
+ * anyone in then, so there is nobody to tell).
+ */
+export async function deliverNoticeMail(mail: NoticeMail, delivery = mailDelivery()): Promise<void> {
+  if (delivery.mode === "unconfigured") {
+    logger().warn({ to: mail.to }, `e-mail "${mail.subject}" not sent: ${MAIL_NOT_CONFIGURED}`);
+    return;
+  }
+  if (delivery.mode === "dev-mailbox") {
+    const messages = devMailbox();
+    messages.unshift({ ...mail, url: "", html: "", sentAt: new Date() });
+    messages.length = Math.min(messages.length, DEV_MAILBOX_SIZE);
+    logger().info(`[dev mailbox] e-mail to ${mail.to}: ${mail.subject}`);
+    return;
+  }
+  const result = await transport().sendMail({
+    to: mail.to,
+    from: delivery.from,
+    subject: mail.subject,
+    text: mail.text,
+  });
+  if (result.rejected.length > 0) throw new Error(`The mail server refused the e-mail to ${mail.to}.`);
+}
+
 /**
  * Bounds on a mail server that hangs (nodemailer waits up to 2 minutes to connect and 10 minutes
  * on a silent connection), unless EMAIL_SERVER's query sets them (`?socketTimeout=60000`).

@@ -76,29 +76,59 @@ export async function revokeApiKey(
   return { ...found, revokedAt: now, alreadyRevoked: false };
 }
 
-/** A new key with the name and permission of one of the buyer's keys. The old key is left as it is. */
+/** How long a replaced key keeps working beside its replacement. */
+export const REPLACE_OVERLAPS = { none: 0, "1h": 3_600_000, "24h": 86_400_000, "7d": 604_800_000 } as const;
+export type ReplaceOverlap = keyof typeof REPLACE_OVERLAPS;
+export const replaceOverlapSchema = z.enum(Object.keys(REPLACE_OVERLAPS) as [ReplaceOverlap, ...ReplaceOverlap[]], {
+  error: "The overlap is none, 1h, 24h or 7d.",
+});
+
+/**
+ * A new key with the name and permission of one of the buyer's keys. The old key keeps working
+ * for `overlap` and retires then (refused from that instant, recorded as revoked by the key
+ * lifecycle job); with no overlap it is revoked at once. An overlap never extends the old key
+ * past its own expiry. A revoked or expired key is left as it is.
+ */
 export async function replaceApiKey(input: {
   buyerId: string;
   keyId: string;
   expiresInDays: ApiKeyExpiryDays;
+  overlap: ReplaceOverlap;
   now?: Date;
-}): Promise<NewApiKey> {
+}): Promise<NewApiKey & { oldRetiresAt: Date | null }> {
+  const now = input.now ?? new Date();
   const old = isTypedId("key", input.keyId)
     ? await db().apiKey.findFirst({
         where: { id: input.keyId, buyerId: input.buyerId },
-        select: { name: true, permission: true },
+        select: { name: true, permission: true, revokedAt: true, retiresAt: true, expiresAt: true },
       })
     : null;
   if (!old) throw new AppError("key_not_found", `No API key with id ${input.keyId}.`);
-  return createApiKey({ ...input, name: old.name, permission: permissionFromStored[old.permission] });
+  const created = await createApiKey({
+    ...input,
+    now,
+    name: old.name,
+    permission: permissionFromStored[old.permission],
+  });
+  // A key that no longer works is left as it is: there is nothing to overlap with.
+  if (apiKeyStatus(old, now) === "revoked" || old.expiresAt <= now) return { ...created, oldRetiresAt: null };
+  const retiresAt = new Date(now.getTime() + REPLACE_OVERLAPS[input.overlap]);
+  await db().apiKey.update({
+    where: { id: input.keyId },
+    data: input.overlap === "none" ? { revokedAt: now } : { retiresAt },
+  });
+  return { ...created, oldRetiresAt: retiresAt < old.expiresAt ? retiresAt : old.expiresAt };
 }
 
 export type ApiKeyStatus = "active" | "expires_soon" | "expired" | "revoked";
 /** A key within this many days of its expiry is flagged in the dashboard. */
 export const EXPIRES_SOON_DAYS = 7;
 
-export function apiKeyStatus(key: { expiresAt: Date; revokedAt: Date | null }, now = new Date()): ApiKeyStatus {
-  if (key.revokedAt) return "revoked";
+export function apiKeyStatus(
+  key: { expiresAt: Date; revokedAt: Date | null; retiresAt?: Date | null },
+  now = new Date(),
+): ApiKeyStatus {
+  if (key.revokedAt || (key.retiresAt && key.retiresAt <= now)) return "revoked";
   const left = key.expiresAt.getTime() - now.getTime();
   if (left <= 0) return "expired";
   return left <= EXPIRES_SOON_DAYS * 24 * 60 * 60 * 1000 ? "expires_soon" : "active";
@@ -114,6 +144,8 @@ export type ApiKeySummary = {
   expiresAt: Date;
   lastUsedAt: Date | null;
   revokedAt: Date | null;
+  /** A replaced key's retirement (the end of its overlap), while it is still ahead. */
+  retiresAt: Date | null;
   status: ApiKeyStatus;
 };
 
@@ -132,10 +164,13 @@ export async function listApiKeys(buyerId: string, now = new Date()): Promise<Ap
       expiresAt: true,
       lastUsedAt: true,
       revokedAt: true,
+      retiresAt: true,
     },
   });
   return keys.map(({ prefix, last4, permission, ...key }) => ({
     ...key,
+    revokedAt: key.revokedAt ?? (key.retiresAt && key.retiresAt <= now ? key.retiresAt : null),
+    retiresAt: key.retiresAt && key.retiresAt > now && !key.revokedAt ? key.retiresAt : null,
     permission: permissionFromStored[permission],
     display: `${prefix}…${last4}`,
     status: apiKeyStatus(key, now),

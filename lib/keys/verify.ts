@@ -13,6 +13,7 @@ type KeyRow = {
   secretHash: string;
   expiresAt: Date;
   revokedAt: Date | null;
+  retiresAt: Date | null;
   lastUsedAt: Date | null;
 };
 
@@ -38,7 +39,7 @@ export async function authenticateApiKey(authorization: string | null, now = new
   // Every API request runs this: one statement on the unique index of secret_hash.
   const [key] = await sqlQuery<KeyRow>(
     `SELECT id, buyer_id AS "buyerId", permission, secret_hash AS "secretHash", expires_at AS "expiresAt",
-            revoked_at AS "revokedAt", last_used_at AS "lastUsedAt"
+            revoked_at AS "revokedAt", retires_at AS "retiresAt", last_used_at AS "lastUsedAt"
      FROM api_keys WHERE secret_hash = $1`,
     [secretHash],
   );
@@ -48,6 +49,13 @@ export async function authenticateApiKey(authorization: string | null, now = new
   // between writer and reader (e.g. PgBouncer dropping the TimeZone startup option) cannot delay it.
   if (key.revokedAt) {
     throw new AppError("revoked_api_key", "This API key has been revoked. Create a new key in the dashboard.");
+  }
+  // A replaced key retires when its overlap ends: from that instant on, like a revoked one.
+  if (key.retiresAt && key.retiresAt <= now) {
+    throw new AppError(
+      "revoked_api_key",
+      `This API key was replaced and retired at ${key.retiresAt.toISOString()}. Use its replacement.`,
+    );
   }
   if (key.expiresAt <= now) {
     throw new AppError(

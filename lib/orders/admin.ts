@@ -5,6 +5,8 @@ import { AppError } from "../errors";
 import { isTypedId } from "../ids";
 import { fileStorage, hashStream, type StoredObject } from "../storage";
 import { parseS3Location, readS3Object, storageError } from "../storage/s3";
+import { emitEvent } from "../webhooks/emit";
+import { orderJson } from "./queries";
 import type { OrderStatus } from "./status";
 
 /** What operators do with orders (the CLI, the demo seed): create them, add files, move their status. */
@@ -37,18 +39,32 @@ export async function createOrder(input: {
 /**
  * Moves an order to a status. Delivery time is set on first delivery and kept through a refund
  * (it was delivered then); back to unfinished clears it. Refund time is set on refund (kept if
- * refunded again) and cleared when the order leaves that status.
+ * refunded again) and cleared when the order leaves that status. Becoming delivered or refunded
+ * emits `order.delivered` / `order.refunded` in the same transaction (lib/webhooks/emit.ts): a
+ * change is never committed unannounced.
  */
 export async function setOrderStatus(orderId: string, status: OrderStatus, now = new Date()) {
-  const order = await findOrderForOperator(orderId);
-  const deliveredAt =
-    status === "unfinished" ? null : status === "delivered" ? (order.deliveredAt ?? now) : order.deliveredAt;
-  const updated = await db().order.update({
-    where: { id: orderId },
-    data: { status, deliveredAt, refundedAt: status === "refunded" ? (order.refundedAt ?? now) : null },
-    select: { id: true, status: true, deliveredAt: true },
+  return db().$transaction(async (tx) => {
+    // Locked, so two status changes of one order are applied (and announced) one after the other.
+    const [order] = await tx.$queryRaw<
+      { status: OrderStatus; deliveredAt: Date | null; refundedAt: Date | null; buyerId: string }[]
+    >`
+      SELECT status, delivered_at AS "deliveredAt", refunded_at AS "refundedAt", buyer_id AS "buyerId"
+      FROM orders WHERE id = ${orderId} FOR UPDATE`;
+    if (!order) throw new AppError("order_not_found", `No order with id ${orderId}.`);
+    const deliveredAt =
+      status === "unfinished" ? null : status === "delivered" ? (order.deliveredAt ?? now) : order.deliveredAt;
+    const updated = await tx.order.update({
+      where: { id: orderId },
+      data: { status, deliveredAt, refundedAt: status === "refunded" ? (order.refundedAt ?? now) : null },
+      select: { id: true, status: true, deliveredAt: true },
+    });
+    if (status !== order.status && (status === "delivered" || status === "refunded")) {
+      const data = JSON.parse(await orderJson(order.buyerId, orderId, tx));
+      await emitEvent(tx, { buyerId: order.buyerId, type: `order.${status}`, data, at: now });
+    }
+    return updated;
   });
-  return updated;
 }
 
 export type AddedFile = { id: string; name: string; size: number; sha256: string; contentType: string };

@@ -78,10 +78,14 @@ export function orderPageBody(row: OrderPageRow | undefined, page: { limit: numb
   return `{"data":${row?.data ?? "[]"},"next_offset":${nextOffset}}`;
 }
 
-/** One of the buyer's orders as the API's Order JSON. */
-export async function orderJson(buyerId: string, orderId: string): Promise<string> {
+/** One of the buyer's orders as the API's Order JSON (read through `client`, e.g. a transaction). */
+export async function orderJson(
+  buyerId: string,
+  orderId: string,
+  client: Pick<Prisma.TransactionClient, "$queryRaw"> = db(),
+): Promise<string> {
   if (!isTypedId("ord", orderId)) throw orderNotFound(orderId);
-  const [row] = await db().$queryRaw<{ order: string }[]>`
+  const [row] = await client.$queryRaw<{ order: string }[]>`
     SELECT ${ORDER_JSON}::text AS order FROM orders o WHERE o.id = ${orderId} AND o.buyer_id = ${buyerId}`;
   if (!row) throw orderNotFound(orderId);
   return row.order;

@@ -3,7 +3,8 @@ import { errorFields, logger } from "../log";
 
 /**
  * The security log of a buyer's account: sign-ins and refused sign-in links, keys created,
- * replaced, revoked and expired, share links created, revoked and opened; with the time, who did it
+ * replaced, revoked and expired, share links created, revoked and opened, webhook endpoints added,
+ * changed (disabled, enabled, secret rotated) and deleted; with the time, who did it
  * (a dashboard session, the operator's CLI, or the system) and the client's address. Kept one year.
  * Recording never fails what it records: a write that fails is logged for the operator instead.
  */
@@ -17,6 +18,9 @@ export const SECURITY_EVENT_KINDS = [
   "share_created",
   "share_revoked",
   "share_opened",
+  "webhook_created",
+  "webhook_changed",
+  "webhook_deleted",
 ] as const;
 export type SecurityEventKind = (typeof SECURITY_EVENT_KINDS)[number];
 
@@ -30,6 +34,9 @@ export const SECURITY_EVENT_LABELS: Record<SecurityEventKind, string> = {
   share_created: "Share link created",
   share_revoked: "Share link revoked",
   share_opened: "Share link opened",
+  webhook_created: "Webhook endpoint added",
+  webhook_changed: "Webhook endpoint changed",
+  webhook_deleted: "Webhook endpoint deleted",
 };
 
 export type Actor = { actor: "session" | "operator" | "system"; ip?: string | null };

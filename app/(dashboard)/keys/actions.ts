@@ -11,6 +11,7 @@ import {
   apiKeyPermissionSchema,
   createApiKey,
   replaceApiKey,
+  replaceOverlapSchema,
   revokeApiKey,
   type ApiKeyPermission,
 } from "@/lib/keys";
@@ -23,8 +24,6 @@ export type CreatedKey = {
   permission: ApiKeyPermission;
   secret: string;
   expiresAt: string;
-  /** Something that went wrong after the key was made (it must still be shown: it exists). */
-  warning?: string;
 };
 
 const KEYS_PAGE = () => "/keys";
@@ -53,26 +52,22 @@ export const createKeyAction = buyerAction(
 );
 
 export const replaceKeyAction = buyerAction(
-  z.object({ keyId: keyIdSchema, expiresInDays: expiryField, revokeOld: z.boolean() }),
-  async (buyerId, { keyId, expiresInDays, revokeOld }) => {
+  z.object({ keyId: keyIdSchema, expiresInDays: expiryField, overlap: replaceOverlapSchema }),
+  async (buyerId, { keyId, expiresInDays, overlap }) => {
     const actor = await sessionActor();
-    const key = created(await replaceApiKey({ buyerId, keyId, expiresInDays }));
+    const replaced = await replaceApiKey({ buyerId, keyId, expiresInDays, overlap });
+    const key = created(replaced);
+    const old = replaced.oldRetiresAt
+      ? overlap === "none"
+        ? "the old key was revoked at once"
+        : `the old key retires at ${replaced.oldRetiresAt.toISOString()}`
+      : "the old key no longer worked";
     await recordSecurityEvent(buyerId, "key_replaced", actor, {
       id: keyId,
-      detail: `“${key.name}” replaced by a new key (${key.id})`,
+      detail: `“${key.name}” replaced by a new key (${key.id}); ${old}`,
     });
-    if (revokeOld) {
-      // The new key exists now, so its secret is returned whatever happens to the old one.
-      await revokeApiKey(keyId, { buyerId }).then(
-        async (old) => {
-          if (!old.alreadyRevoked) {
-            await recordSecurityEvent(buyerId, "key_revoked", actor, { id: keyId, detail: `“${old.name}”` });
-          }
-        },
-        () => {
-          key.warning = "The old key could not be revoked. Revoke it from the list.";
-        },
-      );
+    if (overlap === "none" && replaced.oldRetiresAt) {
+      await recordSecurityEvent(buyerId, "key_revoked", actor, { id: keyId, detail: `“${key.name}” (replaced)` });
     }
     return { ok: true, key };
   },

@@ -26,6 +26,13 @@ function ExpiryChoice({ choices, defaultValue }: { choices: number[]; defaultVal
   );
 }
 
+const OVERLAP_CHOICES = [
+  { value: "none", label: "now (for a leaked key)" },
+  { value: "1h", label: "in 1 hour" },
+  { value: "24h", label: "in 24 hours" },
+  { value: "7d", label: "in 7 days" },
+];
+
 export function CreateKeyButton({ socialEnabled, expiryChoices }: { socialEnabled: boolean; expiryChoices: number[] }) {
   const trigger = useRef<HTMLButtonElement>(null);
   const [open, setOpen] = useState(false);
@@ -137,7 +144,6 @@ function SecretDialog({
     >
       {created && (
         <>
-          {created.warning && <Notice tone="error">{created.warning}</Notice>}
           <Notice tone="warning">
             <strong>This is the only time the key is shown.</strong> Copy it into your server&apos;s secret store now.
             If you lose it, create a replacement and revoke this one.
@@ -212,7 +218,7 @@ export function ReplaceKeyButton({
     const input = {
       keyId,
       expiresInDays: String(form.get("expiresInDays") ?? ""),
-      revokeOld: form.get("revokeOld") === "on",
+      overlap: String(form.get("overlap") ?? "none"),
     };
     run(
       () => replaceKeyAction(input),
@@ -232,14 +238,22 @@ export function ReplaceKeyButton({
         <form onSubmit={submit} noValidate className="space-y-4">
           {error && <Notice tone="error">{error}</Notice>}
           <p className="text-sm text-slate-700">
-            Creates a new key with the same name and permission. Deploy it, then revoke the old one (or revoke it now).
+            Creates a new key with the same name and permission. The old key keeps working for the overlap you choose,
+            so you can deploy the new one first; then it retires on its own.
           </p>
           <ExpiryChoice choices={expiryChoices} defaultValue={90} />
           {canRevokeOld && (
-            <label className="flex items-center gap-2 text-sm">
-              <input type="checkbox" name="revokeOld" />
-              Revoke the old key now (for a leaked key)
-            </label>
+            <fieldset className="space-y-1">
+              <legend className="text-sm font-medium">The old key stops working</legend>
+              <div className="flex flex-wrap gap-x-4 gap-y-1">
+                {OVERLAP_CHOICES.map(({ value, label }) => (
+                  <label key={value} className="flex items-center gap-2 text-sm">
+                    <input type="radio" name="overlap" value={value} defaultChecked={value === "24h"} />
+                    {label}
+                  </label>
+                ))}
+              </div>
+            </fieldset>
           )}
           <div className="flex justify-end gap-2">
             <Button tone="secondary" onClick={() => setOpen(false)}>

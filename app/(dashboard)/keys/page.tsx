@@ -66,6 +66,7 @@ export default async function KeysPage() {
                   <h2 className="font-medium break-words">{key.name}</h2>
                   <Badge tone={STATUS[key.status].tone}>{STATUS[key.status].label}</Badge>
                 </div>
+                {key.retiresAt && <RetiresAt at={key.retiresAt} />}
                 <dl className="grid grid-cols-[auto_1fr] gap-x-3 gap-y-1 text-slate-700">
                   <dt className="text-slate-500">Key</dt>
                   <dd className="font-mono text-xs break-all">{key.display}</dd>
@@ -140,6 +141,7 @@ export default async function KeysPage() {
                     </td>
                     <td className="px-4 py-3" data-testid="key-status">
                       <Badge tone={STATUS[key.status].tone}>{STATUS[key.status].label}</Badge>
+                      {key.retiresAt && <RetiresAt at={key.retiresAt} />}
                     </td>
                     <td className="px-4 py-3">
                       <div className="flex justify-end gap-2">
@@ -211,5 +213,14 @@ function KeyActions({ keyId, name, revoked }: { keyId: string; name: string; rev
       <ReplaceKeyButton keyId={keyId} name={name} expiryChoices={[...API_KEY_EXPIRY_DAYS]} canRevokeOld={!revoked} />
       {!revoked && <RevokeKeyButton keyId={keyId} name={name} />}
     </>
+  );
+}
+
+/** A replaced key still in its overlap: when it stops working. */
+function RetiresAt({ at }: { at: Date }) {
+  return (
+    <p className="mt-1 text-xs text-amber-800" data-testid="key-retires-at">
+      retires at <time dateTime={at.toISOString()}>{formatDate(at)}</time>
+    </p>
   );
 }

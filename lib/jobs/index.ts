@@ -1,0 +1,109 @@
+import PgBoss from "pg-boss";
+import type { Prisma } from "../db/client";
+import { errorFields, logger } from "../log";
+import { dropProcessSingleton, processSingleton } from "../singleton";
+
+/**
+ * The job queue: pg-boss on the application's PostgreSQL (schema `pgboss`, created on first
+ * use). Jobs are sent by the app and the operator CLI, often inside the transaction of the change
+ * that causes them (`tx`), so a change is never committed without its job; they are run by a
+ * worker: inside the app's process by default (scripts/http-server.ts) or on its own
+ * (`npm run worker`). pg-boss hands each job to one worker (SKIP LOCKED), and a job whose worker
+ * died is retried once it expires.
+ */
+export const QUEUES = {
+  /** Deliver one webhook message (one attempt; the next is a new job). */
+  webhookDelivery: "webhook-delivery",
+  /** Expiry reminders and key events, and retirements of replaced keys. */
+  keyLifecycle: "key-lifecycle",
+  /** An e-mail to send (expiry reminders, a disabled endpoint). */
+  mail: "mail",
+} as const;
+export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
+
+/** A delivery takes at most 15 s; a job active for longer than this was lost with its worker. */
+const QUEUE_OPTIONS: Record<QueueName, PgBoss.Queue> = {
+  [QUEUES.webhookDelivery]: { name: QUEUES.webhookDelivery, expireInSeconds: 30, retryLimit: 10, retryDelay: 5 },
+  [QUEUES.keyLifecycle]: { name: QUEUES.keyLifecycle, expireInSeconds: 300, retryLimit: 3, retryDelay: 60 },
+  [QUEUES.mail]: { name: QUEUES.mail, expireInSeconds: 120, retryLimit: 5, retryDelay: 60, retryBackoff: true },
+};
+
+function connectionString(): string {
+  const url = process.env.DATABASE_URL;
+  if (!url) throw new Error("DATABASE_URL is not set: the job queue lives in the application's database.");
+  return url;
+}
+
+async function startBoss(options: PgBoss.ConstructorOptions): Promise<PgBoss> {
+  const boss = new PgBoss({ connectionString: connectionString(), max: 4, ...options });
+  boss.on("error", (error) => logger().error({ ...errorFields(error) }, "job queue error"));
+  await boss.start();
+  for (const queue of Object.values(QUEUE_OPTIONS)) await boss.createQueue(queue.name, queue);
+  return boss;
+}
+
+/** The process's queue for sending jobs (no maintenance, no cron: workers do that). */
+export function jobQueue(): Promise<PgBoss> {
+  return processSingleton("jobs:producer", () => startBoss({ supervise: false, schedule: false }));
+}
+
+/** Stops the process's sending queue, if it was started (the CLI before it exits). */
+export async function closeJobQueue(): Promise<void> {
+  const started = dropProcessSingleton<Promise<PgBoss>>("jobs:producer");
+  if (started) await (await started).stop({ graceful: true, close: true });
+}
+
+/** pg-boss's SQL run inside a Prisma transaction, so a job commits (or not) with the change. */
+function transactionDb(tx: Prisma.TransactionClient): PgBoss.Db {
+  return {
+    async executeSql(text, values) {
+      const params = values.map((value) =>
+        value === undefined ? null : typeof value === "object" && value !== null ? JSON.stringify(value) : value,
+      );
+      return { rows: await tx.$queryRawUnsafe<unknown[]>(text, ...params) };
+    },
+  };
+}
+
+/** Sends a job, inside `tx` when given. */
+export async function sendJob(
+  queue: QueueName,
+  data: object,
+  options: { tx?: Prisma.TransactionClient; startAfter?: Date; singletonKey?: string } = {},
+): Promise<void> {
+  const { tx, ...jobOptions } = options;
+  await (await jobQueue()).send(queue, data, { ...jobOptions, ...(tx ? { db: transactionDb(tx) } : {}) });
+}
+
+export type JobHandlers = Partial<Record<QueueName, (data: Record<string, unknown>) => Promise<void>>>;
+
+/**
+ * Starts a worker: runs `handlers` for their queues, `batchSize` jobs at a time each, plus
+ * pg-boss's maintenance (expiring lost jobs, retrying them) and `crons`. Returns its stop function.
+ */
+export async function startWorker({
+  handlers,
+  crons = {},
+  concurrency = 8,
+  pollingIntervalSeconds = 1,
+  maintenanceIntervalSeconds = 15,
+}: {
+  handlers: JobHandlers;
+  crons?: Partial<Record<QueueName, string>>;
+  concurrency?: number;
+  pollingIntervalSeconds?: number;
+  maintenanceIntervalSeconds?: number;
+}): Promise<() => Promise<void>> {
+  const boss = await startBoss({ supervise: true, schedule: true, maintenanceIntervalSeconds });
+  for (const [queue, handler] of Object.entries(handlers) as [QueueName, JobHandlers[QueueName]][]) {
+    if (!handler) continue;
+    // pg-boss runs one batch per work() call at a time: `concurrency` calls run jobs side by side.
+    for (let i = 0; i < concurrency; i++) {
+      await boss.work<Record<string, unknown>>(queue, { batchSize: 1, pollingIntervalSeconds }, async ([job]) => {
+        if (job) await handler(job.data);
+      });
+    }
+  }
+  for (const [queue, cron] of Object.entries(crons)) if (cron) await boss.schedule(queue, cron);
+  return () => boss.stop({ graceful: true, close: true, wait: true });
+}

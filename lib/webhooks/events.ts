@@ -1,0 +1,31 @@
+import { z } from "zod";
+
+/** The events an endpoint can subscribe to (the contract's "Part 2: Webhooks"). */
+export const WEBHOOK_EVENT_TYPES = [
+  "order.delivered",
+  "order.refunded",
+  "key.expiring",
+  "key.expired",
+  "webhook.test",
+] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+export const WEBHOOK_EVENT_DESCRIPTIONS: Record<WebhookEventType, string> = {
+  "order.delivered": "An order's files are ready to download.",
+  "order.refunded": "An order was refunded; its files can no longer be downloaded.",
+  "key.expiring": "An API key expires in 7 days, and again 1 day before.",
+  "key.expired": "An API key has expired.",
+  "webhook.test": "Sent when you press “Send test event” (always delivered to that endpoint).",
+};
+
+export const webhookEventTypeSchema = z.enum(WEBHOOK_EVENT_TYPES, {
+  error: `Events are ${WEBHOOK_EVENT_TYPES.join(", ")}.`,
+});
+
+/** The body of every message: `{type, timestamp, data}`, serialised once and signed as sent. */
+export function eventBody(type: WebhookEventType, data: unknown, at: Date): string {
+  return JSON.stringify({ type, timestamp: at.toISOString(), data });
+}
+
+/** A key event's `data`. */
+export type KeyEventData = { id: string; name: string; permission: string; expires_at: string };

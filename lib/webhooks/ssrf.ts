@@ -1,0 +1,140 @@
+import { lookup as dnsLookup, type LookupAddress } from "node:dns";
+import http from "node:http";
+import https from "node:https";
+import type { LookupFunction } from "node:net";
+import ipaddr from "ipaddr.js";
+
+/**
+ * Webhook deliveries go to addresses buyers choose, so they must not become a way into the
+ * server's own network: only public unicast addresses are reached (no private, loopback,
+ * link-local, metadata, multicast or reserved ones), checked on the address actually connected
+ * to: the check sits in the DNS lookup the socket uses, so a name cannot resolve to a public
+ * address for the check and a private one for the connection (DNS rebinding). IPv4-mapped IPv6
+ * addresses are judged as the IPv4 address they carry. WEBHOOK_ALLOW_PRIVATE=true lifts this
+ * (tests, single-host setups).
+ */
+export function isForbiddenAddress(address: string): boolean {
+  if (!ipaddr.isValid(address)) return true;
+  let parsed = ipaddr.parse(address);
+  if (parsed.kind() === "ipv6" && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) {
+    parsed = (parsed as ipaddr.IPv6).toIPv4Address();
+  }
+  return parsed.range() !== "unicast";
+}
+
+export function privateAddressesAllowed(): boolean {
+  return process.env.WEBHOOK_ALLOW_PRIVATE === "true";
+}
+
+/** Which addresses deliveries refuse: isForbiddenAddress, or none with WEBHOOK_ALLOW_PRIVATE=true. */
+export type AddressFilter = (address: string) => boolean;
+export const configuredAddressFilter = (): AddressFilter =>
+  privateAddressesAllowed() ? () => false : isForbiddenAddress;
+
+export class ForbiddenAddressError extends Error {}
+
+/** A DNS lookup for sockets that refuses a name with any forbidden address among its answers. */
+export function guardedLookup(isForbidden: AddressFilter = configuredAddressFilter()): LookupFunction {
+  return (hostname, options, callback) => {
+    dnsLookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
+      if (error) return callback(error, "", 0);
+      const forbidden = addresses.find(({ address }) => isForbidden(address));
+      if (forbidden) {
+        return callback(
+          new ForbiddenAddressError(`${hostname} resolves to ${forbidden.address}, a private or reserved address`),
+          "",
+          0,
+        );
+      }
+      if (options.all) return callback(null, addresses as never, 0);
+      const [first] = addresses;
+      if (!first) return callback(new Error(`${hostname} has no address`), "", 0);
+      callback(null, first.address, first.family);
+    });
+  };
+}
+
+export type PostResult =
+  { ok: true; status: number; excerpt: string; durationMs: number } | { ok: false; error: string; durationMs: number };
+
+/** How much of a receiver's answer is read (and kept as an excerpt); the rest is not waited for. */
+export const RESPONSE_READ_LIMIT = 64 * 1024;
+export const RESPONSE_EXCERPT_LENGTH = 1000;
+
+/**
+ * POSTs `body` to `url` once: no redirect is followed (a 3xx is an answer like any other), at most
+ * RESPONSE_READ_LIMIT bytes of the answer are read, and the whole exchange is given `timeoutMs`.
+ * Never throws: a refusal, a network error or the timeout is an `error`.
+ */
+export function postOnce(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  { timeoutMs, isForbidden = configuredAddressFilter() }: { timeoutMs: number; isForbidden?: AddressFilter },
+): Promise<PostResult> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  return new Promise((resolve) => {
+    let settled = false;
+    let timer: NodeJS.Timeout | undefined;
+    const finish = (result: PostResult) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(result);
+    };
+    let target: URL;
+    try {
+      target = new URL(url);
+    } catch {
+      return finish({ ok: false, error: "not a valid URL", durationMs: 0 });
+    }
+    // An IP literal is connected to without any lookup, so it is checked here.
+    const literal = target.hostname.replace(/^\[|\]$/g, "");
+    if (ipaddr.isValid(literal) && isForbidden(literal)) {
+      return finish({ ok: false, error: `${literal} is a private or reserved address`, durationMs: 0 });
+    }
+    const client = target.protocol === "https:" ? https : http;
+    const request = client.request(target, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+      lookup: guardedLookup(isForbidden),
+      agent: false,
+    });
+    timer = setTimeout(() => {
+      const limit = timeoutMs >= 1000 ? `${Math.round(timeoutMs / 1000)} s` : `${timeoutMs} ms`;
+      request.destroy(new Error(`no answer within ${limit}`));
+    }, timeoutMs);
+    request.on("socket", (socket) => {
+      // Belt and braces: the address the socket really connected to.
+      socket.once("connect", () => {
+        if (socket.remoteAddress && isForbidden(socket.remoteAddress)) {
+          request.destroy(new ForbiddenAddressError(`connected to ${socket.remoteAddress}, a private address`));
+        }
+      });
+    });
+    request.on("error", (error) => finish({ ok: false, error: error.message, durationMs: elapsed() }));
+    request.on("response", (response) => {
+      const chunks: Buffer[] = [];
+      let read = 0;
+      const done = () =>
+        finish({
+          ok: true,
+          status: response.statusCode ?? 0,
+          excerpt: Buffer.concat(chunks).toString("utf8").slice(0, RESPONSE_EXCERPT_LENGTH),
+          durationMs: elapsed(),
+        });
+      response.on("data", (chunk: Buffer) => {
+        if (read < RESPONSE_READ_LIMIT) chunks.push(chunk.subarray(0, RESPONSE_READ_LIMIT - read));
+        read += chunk.length;
+        if (read >= RESPONSE_READ_LIMIT) {
+          done();
+          response.destroy();
+        }
+      });
+      response.on("end", done);
+      response.on("error", done);
+    });
+    request.end(body);
+  });
+}

@@ -1,0 +1,22 @@
+import { closeJobQueue } from "../lib/jobs";
+import { startJobWorker } from "../lib/jobs/worker";
+import { errorFields, logger } from "../lib/log";
+
+/**
+ * `npm run worker`: the job worker on its own, for installations that run it apart from the web
+ * instances (then start those with JOBS_WORKER=off). Needs DATABASE_URL and the same AUTH_SECRET
+ * as the app (it opens the webhook signing secrets). Stops on SIGINT/SIGTERM after the jobs in hand.
+ */
+if (!process.env.DATABASE_URL) {
+  logger().fatal("DATABASE_URL is not set: the worker runs against the application's database.");
+  process.exit(1);
+}
+const stop = await startJobWorker().catch((error: unknown) => {
+  logger().fatal({ ...errorFields(error) }, "the job worker did not start");
+  process.exit(1);
+});
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    void Promise.allSettled([stop(), closeJobQueue()]).finally(() => process.exit(0));
+  });
+}
