@@ -76,11 +76,12 @@ export function postOnce(
   const elapsed = () => Math.round(performance.now() - started);
   return new Promise((resolve) => {
     let settled = false;
-    let timer: NodeJS.Timeout | undefined;
+    // Set once the request exists; `finish` may run before that (a refused URL).
+    const timeout: { timer?: NodeJS.Timeout } = {};
     const finish = (result: PostResult) => {
       if (settled) return;
       settled = true;
-      clearTimeout(timer);
+      clearTimeout(timeout.timer);
       resolve(result);
     };
     let target: URL;
@@ -101,7 +102,7 @@ export function postOnce(
       lookup: guardedLookup(isForbidden),
       agent: false,
     });
-    timer = setTimeout(() => {
+    timeout.timer = setTimeout(() => {
       const limit = timeoutMs >= 1000 ? `${Math.round(timeoutMs / 1000)} s` : `${timeoutMs} ms`;
       request.destroy(new Error(`no answer within ${limit}`));
     }, timeoutMs);
