@@ -10,6 +10,7 @@ import { buttonClass } from "./ui";
 const BUYER_LINKS = [
   { href: "/orders", label: "Orders" },
   { href: "/keys", label: "API keys" },
+  { href: "/webhooks", label: "Webhooks" },
   { href: "/security", label: "Security log" },
 ];
 const PUBLIC_LINKS = [
@@ -18,7 +19,7 @@ const PUBLIC_LINKS = [
 ];
 
 /**
- * The header's navigation: inline from the `md` breakpoint up; on a phone one "Menu" button that
+ * The header's navigation: inline from the `lg` breakpoint up; on a phone one "Menu" button that
  * opens the same links as a list, so the header stays one row. A share page's visitor may have no
  * account, so it does not offer them "Sign in".
  */
@@ -28,7 +29,7 @@ export function MainNav({ buyerEmail }: { buyerEmail?: string }) {
   const links = buyerEmail ? [...BUYER_LINKS, ...PUBLIC_LINKS] : PUBLIC_LINKS;
   const account = buyerEmail ? (
     <>
-      <span className="hidden text-slate-500 lg:inline" data-testid="signed-in-as">
+      <span className="hidden text-slate-500 xl:inline" data-testid="signed-in-as">
         {buyerEmail}
       </span>
       <SignOutButton />
@@ -45,7 +46,7 @@ export function MainNav({ buyerEmail }: { buyerEmail?: string }) {
 
   return (
     <>
-      <nav aria-label="Main" className="hidden items-center gap-x-4 text-sm md:flex">
+      <nav aria-label="Main" className="hidden items-center gap-x-4 text-sm lg:flex">
         {links.map(({ href, label }) => (
           <NavLink key={href} href={href}>
             {label}
@@ -55,7 +56,7 @@ export function MainNav({ buyerEmail }: { buyerEmail?: string }) {
       </nav>
       <button
         type="button"
-        className={`${buttonClass("secondary", "sm")} md:hidden`}
+        className={`${buttonClass("secondary", "sm")} lg:hidden`}
         aria-expanded={open}
         aria-controls="phone-nav"
         onClick={() => setOpen(!open)}
@@ -67,7 +68,7 @@ export function MainNav({ buyerEmail }: { buyerEmail?: string }) {
           id="phone-nav"
           aria-label="Main"
           onClick={closeOnLink}
-          className="flex basis-full flex-col items-start gap-3 border-t border-slate-200 pt-3 text-base md:hidden"
+          className="flex basis-full flex-col items-start gap-3 border-t border-slate-200 pt-3 text-base lg:hidden"
         >
           {links.map(({ href, label }) => (
             <NavLink key={href} href={href}>

@@ -12,6 +12,7 @@ test("the dashboard reads on a phone without sideways scrolling", async ({ page 
     ["/orders", "phone-orders"],
     [`/orders/${account.delivered.id}`, "phone-order"],
     ["/keys", "phone-keys"],
+    ["/webhooks", "phone-webhooks"],
     ["/security", "phone-security-log"],
     ["/getting-started", "phone-getting-started"],
     ["/docs/api", "phone-api-reference"],
@@ -40,6 +41,7 @@ test("the dashboard reads on a phone without sideways scrolling", async ({ page 
   await expect(phoneNav.getByRole("link")).toHaveText([
     "Orders",
     "API keys",
+    "Webhooks",
     "Security log",
     "Getting started",
     "API reference",
@@ -101,6 +103,7 @@ test("every page passes an axe-core check (WCAG 2.1 A and AA)", async ({ page })
     `/orders/${account.delivered.id}`,
     `/orders/${account.refunded.id}`,
     "/keys",
+    "/webhooks",
     "/security",
   ];
   const check = async (path: string) => {

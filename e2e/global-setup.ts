@@ -44,6 +44,11 @@ export default async function globalSetup() {
       REDIS_URL: "",
       EMAIL_SERVER: smtp.url,
       EMAIL_FROM: "Dataset Access <sign-in@dataset-access.test>",
+      // The tests' webhook receivers are plain HTTP on loopback.
+      WEBHOOK_ALLOW_PRIVATE: "true",
+      WEBHOOK_ALLOW_INSECURE: "true",
+      // Expiry reminders are checked every minute, not every five.
+      KEY_LIFECYCLE_CRON: "* * * * *",
     },
   });
   process.env.E2E_BASE_URL = server.url;
