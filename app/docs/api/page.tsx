@@ -17,6 +17,7 @@ import {
 } from "@/lib/docs/reference";
 import { siteOrigin } from "@/lib/site";
 import { SOCIAL_PLATFORMS } from "@/lib/social/platforms";
+import { WEBHOOK_EVENT_DESCRIPTIONS, WEBHOOK_EVENT_TYPES } from "@/lib/webhooks/events";
 
 export const metadata: Metadata = { title: "API reference" };
 export const dynamic = "force-dynamic";
@@ -113,6 +114,44 @@ export default async function ApiReferencePage() {
             </dl>
           </div>
         ))}
+      </section>
+
+      <section id="webhooks" className="space-y-3" aria-labelledby="webhooks-heading">
+        <h2 id="webhooks-heading" className="text-xl font-semibold">
+          Webhooks
+        </h2>
+        <p className="text-slate-700">
+          Add endpoints on the{" "}
+          <Link href="/webhooks" className={linkClass}>
+            Webhooks
+          </Link>{" "}
+          page. Each message is a POST of <code>{"{type, timestamp, data}"}</code> as JSON, where <code>data</code> is
+          the{" "}
+          <a href="#schema-Order" className={linkClass}>
+            Order
+          </a>{" "}
+          (order events) or <code>{"{id, name, permission, expires_at}"}</code> (key events):
+        </p>
+        <ul className="list-inside list-disc text-sm text-slate-700">
+          {WEBHOOK_EVENT_TYPES.map((type) => (
+            <li key={type}>
+              <code>{type}</code>: {WEBHOOK_EVENT_DESCRIPTIONS[type]}
+            </li>
+          ))}
+        </ul>
+        <p className="text-slate-700">
+          Messages are signed per Standard Webhooks: <code>webhook-id</code> (the same on every retry: deduplicate on
+          it), <code>webhook-timestamp</code> (Unix seconds) and <code>webhook-signature</code> (<code>v1,</code> +
+          base64 HMAC-SHA256 of <code>id.timestamp.body</code> with the endpoint&apos;s secret). Verify with any
+          Standard Webhooks library before trusting a message, and answer 2xx within 15 seconds. Other answers, timeouts
+          and redirects (never followed) are retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h; an endpoint
+          failing for 3 days is disabled and you are e-mailed.
+        </p>
+        <CodeBlock label="verify (Node.js)">{`import { Webhook } from "standardwebhooks";
+
+// rawBody: the request body exactly as received (a string), before any JSON parsing
+const event = new Webhook(process.env.DATASET_ACCESS_WEBHOOK_SECRET).verify(rawBody, request.headers);
+if (event.type === "order.delivered") queueDownload(event.data.id);`}</CodeBlock>
       </section>
 
       <section className="space-y-3">
