@@ -14,7 +14,7 @@ CREATE TABLE "webhook_endpoints" (
     "id" TEXT NOT NULL DEFAULT typed_id('whe'::text),
     "buyer_id" TEXT NOT NULL,
     "url" TEXT NOT NULL,
-    "events" TEXT[],
+    "events" TEXT[] NOT NULL,
     "secret_sealed" TEXT NOT NULL,
     "secret_hint" TEXT NOT NULL,
     "enabled" BOOLEAN NOT NULL DEFAULT true,
