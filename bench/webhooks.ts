@@ -213,7 +213,7 @@ function benchEnv(): Record<string, string> {
   return {
     WEBHOOK_ALLOW_PRIVATE: "true",
     WEBHOOK_ALLOW_INSECURE: "true",
-    JOBS_CONCURRENCY: process.env.JOBS_CONCURRENCY ?? "8",
+    JOBS_CONCURRENCY: process.env.JOBS_CONCURRENCY ?? "4",
     KEY_LIFECYCLE_CRON: "0 0 1 1 *",
     LOG_LEVEL: "warn",
   };

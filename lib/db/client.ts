@@ -73,6 +73,23 @@ export async function sqlQuery<Row extends pg.QueryResultRow>(
   }
 }
 
+/**
+ * A statement (or several) on the app's pool without a prepared name, for a library that brings
+ * its own SQL (pg-boss): the same pool, timeouts and closing of a connection the client stopped
+ * waiting on as the app's own queries. Answers node-postgres's result as it is.
+ */
+export async function poolQuery(text: string, values: unknown[] = []): Promise<pg.QueryResult> {
+  const client = await pool().connect();
+  try {
+    const result = await client.query(text, values);
+    client.release();
+    return result;
+  } catch (error) {
+    client.release(isQueryReadTimeout(error) ? (error as Error) : undefined);
+    throw error;
+  }
+}
+
 const statementNames = new Map<string, string>();
 function statementName(text: string): string {
   let name = statementNames.get(text);

@@ -1,5 +1,5 @@
 import PgBoss from "pg-boss";
-import type { Prisma } from "../db/client";
+import { poolQuery, type Prisma } from "../db/client";
 import { errorFields, logger } from "../log";
 import { dropProcessSingleton, processSingleton } from "../singleton";
 
@@ -28,14 +28,9 @@ const QUEUE_OPTIONS: Record<QueueName, PgBoss.Queue> = {
   [QUEUES.mail]: { name: QUEUES.mail, expireInSeconds: 120, retryLimit: 5, retryDelay: 60, retryBackoff: true },
 };
 
-function connectionString(): string {
-  const url = process.env.DATABASE_URL;
-  if (!url) throw new Error("DATABASE_URL is not set: the job queue lives in the application's database.");
-  return url;
-}
-
 async function startBoss(options: PgBoss.ConstructorOptions): Promise<PgBoss> {
-  const boss = new PgBoss({ connectionString: connectionString(), max: 4, ...options });
+  // On the app's own pool (lib/db/client.ts): its size, deadlines and failure handling, no second pool.
+  const boss = new PgBoss({ db: { executeSql: poolQuery }, ...options });
   boss.on("error", (error) => logger().error({ ...errorFields(error) }, "job queue error"));
   await boss.start();
   for (const queue of Object.values(QUEUE_OPTIONS)) await boss.createQueue(queue.name, queue);
@@ -78,13 +73,15 @@ export async function sendJob(
 export type JobHandlers = Partial<Record<QueueName, (data: Record<string, unknown>) => Promise<void>>>;
 
 /**
- * Starts a worker: runs `handlers` for their queues, `batchSize` jobs at a time each, plus
- * pg-boss's maintenance (expiring lost jobs, retrying them) and `crons`. Returns its stop function.
+ * Starts a worker: runs `handlers` for their queues plus pg-boss's maintenance (expiring lost
+ * jobs, retrying them) and `crons`. Webhook deliveries run `concurrency` at a time, each fetch
+ * loop polling every `pollingIntervalSeconds` when idle; the other queues one at a time, polled
+ * every 5 s. Returns its stop function.
  */
 export async function startWorker({
   handlers,
   crons = {},
-  concurrency = 8,
+  concurrency = 4,
   pollingIntervalSeconds = 1,
   maintenanceIntervalSeconds = 15,
 }: {
@@ -97,11 +94,17 @@ export async function startWorker({
   const boss = await startBoss({ supervise: true, schedule: true, maintenanceIntervalSeconds });
   for (const [queue, handler] of Object.entries(handlers) as [QueueName, JobHandlers[QueueName]][]) {
     if (!handler) continue;
-    // pg-boss runs one batch per work() call at a time: `concurrency` calls run jobs side by side.
-    for (let i = 0; i < concurrency; i++) {
-      await boss.work<Record<string, unknown>>(queue, { batchSize: 1, pollingIntervalSeconds }, async ([job]) => {
-        if (job) await handler(job.data);
-      });
+    // pg-boss runs one batch per work() call at a time: several calls run jobs side by side.
+    const loops = queue === QUEUES.webhookDelivery ? concurrency : 1;
+    const polling = queue === QUEUES.webhookDelivery ? pollingIntervalSeconds : 5;
+    for (let i = 0; i < loops; i++) {
+      await boss.work<Record<string, unknown>>(
+        queue,
+        { batchSize: 1, pollingIntervalSeconds: polling },
+        async ([job]) => {
+          if (job) await handler(job.data);
+        },
+      );
     }
   }
   for (const [queue, cron] of Object.entries(crons)) if (cron) await boss.schedule(queue, cron);
