@@ -139,6 +139,13 @@ describe("webhook deliveries (a real receiver on loopback, the real PostgreSQL)"
       const disabled = await db().webhookEndpoint.findUniqueOrThrow({ where: { id: endpointId } });
       expect(disabled.enabled).toBe(false);
       expect(disabled.disabledReason).toMatch(/every delivery failed for 3 days/);
+      // The buyer is told by e-mail (a job of the mail queue, sent by the worker's mail handler).
+      const mails = await db().$queryRawUnsafe<{ data: { to: string; subject: string } }[]>(
+        `SELECT data FROM pgboss.job WHERE name = 'mail'`,
+      );
+      expect(mails.map(({ data }) => data)).toContainEqual(
+        expect.objectContaining({ to: account.email, subject: "A webhook endpoint was disabled" }),
+      );
     } finally {
       await receiver.close();
     }
