@@ -74,39 +74,48 @@ export type JobHandlers = Partial<Record<QueueName, (data: Record<string, unknow
 
 /**
  * Starts a worker: runs `handlers` for their queues plus pg-boss's maintenance (expiring lost
- * jobs, retrying them) and `crons`. Webhook deliveries run `concurrency` at a time, each fetch
- * loop polling every `pollingIntervalSeconds` when idle; the other queues one at a time, polled
- * every 5 s. Returns its stop function.
+ * jobs, retrying them) and `crons`. pg-boss fetches a batch per loop and waits out its polling
+ * interval before the next fetch, so deliveries run as 4 loops of batches handled side by side
+ * (`concurrency` deliveries at once in all, fetched every 0.5 s: a slow receiver holds up only
+ * its loop, and a batch ends within the 15 s delivery timeout, well inside the job's expiry); the
+ * other queues run one loop of small batches, polled every 5 s. A job whose handler throws is
+ * failed alone (and retried by pg-boss); the rest of its batch completes. Returns its stop function.
  */
 export async function startWorker({
   handlers,
   crons = {},
-  concurrency = 4,
-  pollingIntervalSeconds = 1,
+  concurrency = 100,
   maintenanceIntervalSeconds = 15,
 }: {
   handlers: JobHandlers;
   crons?: Partial<Record<QueueName, string>>;
   concurrency?: number;
-  pollingIntervalSeconds?: number;
   maintenanceIntervalSeconds?: number;
 }): Promise<() => Promise<void>> {
   const boss = await startBoss({ supervise: true, schedule: true, maintenanceIntervalSeconds });
   for (const [queue, handler] of Object.entries(handlers) as [QueueName, JobHandlers[QueueName]][]) {
     if (!handler) continue;
-    // pg-boss runs one batch per work() call at a time: several calls run jobs side by side.
-    const loops = queue === QUEUES.webhookDelivery ? concurrency : 1;
-    const polling = queue === QUEUES.webhookDelivery ? pollingIntervalSeconds : 5;
+    const deliveries = queue === QUEUES.webhookDelivery;
+    const loops = deliveries ? DELIVERY_LOOPS : 1;
+    const options = {
+      batchSize: deliveries ? Math.max(1, Math.ceil(concurrency / DELIVERY_LOOPS)) : 5,
+      pollingIntervalSeconds: deliveries ? 0.5 : 5,
+    };
     for (let i = 0; i < loops; i++) {
-      await boss.work<Record<string, unknown>>(
-        queue,
-        { batchSize: 1, pollingIntervalSeconds: polling },
-        async ([job]) => {
-          if (job) await handler(job.data);
-        },
-      );
+      await boss.work<Record<string, unknown>>(queue, options, async (jobs) => {
+        const results = await Promise.allSettled(jobs.map((job) => handler(job.data)));
+        for (const [index, result] of results.entries()) {
+          if (result.status === "rejected") {
+            await boss.fail(queue, jobs[index]!.id, {
+              message: String((result.reason as Error)?.message ?? result.reason),
+            });
+          }
+        }
+      });
     }
   }
   for (const [queue, cron] of Object.entries(crons)) if (cron) await boss.schedule(queue, cron);
   return () => boss.stop({ graceful: true, close: true, wait: true });
 }
+
+const DELIVERY_LOOPS = 4;

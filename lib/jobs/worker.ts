@@ -25,7 +25,7 @@ export async function startJobWorker(): Promise<() => Promise<void>> {
       },
     },
     crons: { [QUEUES.keyLifecycle]: process.env.KEY_LIFECYCLE_CRON || DEFAULT_KEY_LIFECYCLE_CRON },
-    concurrency: Math.max(1, Number(process.env.JOBS_CONCURRENCY) || 4),
+    concurrency: Math.max(1, Number(process.env.JOBS_CONCURRENCY) || 100),
   });
   await sendJob(QUEUES.keyLifecycle, {}).catch((error: unknown) =>
     logger().warn({ ...errorFields(error) }, "key lifecycle: first run not queued"),

@@ -1,0 +1,41 @@
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { promisify } from "node:util";
+import path from "node:path";
+
+/** Builds clients/typescript to dist/ with its own tsconfig, as `npm run client:build` does. */
+export async function buildTypeScriptClient(): Promise<void> {
+  await promisify(execFile)(process.execPath, [
+    path.resolve("node_modules/typescript/bin/tsc"),
+    "-p",
+    "clients/typescript",
+  ]);
+}
+
+export const CLI = path.resolve("clients/typescript/dist/cli.js");
+
+export type CliRun = { code: number | null; stdout: string; stderr: string };
+
+/** Runs the built `dataset-access` command to its end. */
+export function runCli(args: string[], env: Record<string, string>): Promise<CliRun> {
+  return finished(startCli(args, env));
+}
+
+export function startCli(args: string[], env: Record<string, string>): ChildProcess & { output: CliRun } {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  }) as ChildProcess & { output: CliRun };
+  child.output = { code: null, stdout: "", stderr: "" };
+  child.stdout?.on("data", (chunk) => (child.output.stdout += chunk));
+  child.stderr?.on("data", (chunk) => (child.output.stderr += chunk));
+  return child;
+}
+
+export function finished(child: ChildProcess & { output: CliRun }): Promise<CliRun> {
+  return new Promise((resolve) =>
+    child.once("exit", (code) => {
+      child.output.code = code;
+      resolve(child.output);
+    }),
+  );
+}
