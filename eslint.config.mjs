@@ -15,6 +15,8 @@ const config = [
       "next-env.d.ts",
       "test-results/**",
       "bench/results/**",
+      "clients/typescript/dist/**",
+      "clients/typescript/src/generated/**",
     ],
   },
 ];

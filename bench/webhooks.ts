@@ -130,7 +130,8 @@ try {
     if (arrivals.size !== lastCount) [lastCount, lastProgress] = [arrivals.size, Date.now()];
     await new Promise((r) => setTimeout(r, 200));
   }
-  if (arrivals.size < orders.length) log(`only ${arrivals.size} delivered; the server said:\n${app.output().slice(-3000)}`);
+  if (arrivals.size < orders.length)
+    log(`only ${arrivals.size} delivered; the server said:\n${app.output().slice(-3000)}`);
   const { rows: messages } = await pool.query<{ id: string; order_id: string }>(
     `SELECT id, payload::json -> 'data' ->> 'id' AS order_id FROM webhook_messages`,
   );

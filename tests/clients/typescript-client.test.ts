@@ -89,7 +89,7 @@ describe("dataset-access sync", () => {
     async () => {
       const dir = path.join(workDir, "bulk");
       const first = await runCli(["sync", "--dir", dir, "--json"], cliEnv(accounts.bulk.key));
-      expect(first.code, first.stderr).toBe(0);
+      expect(first.code, `${first.stderr}\n${first.stdout.slice(0, 3000)}`).toBe(0);
       const report = JSON.parse(first.stdout);
       expect(report).toMatchObject({
         orders: 58,
@@ -112,7 +112,7 @@ describe("dataset-access sync", () => {
       const bytesBefore = proxy.state.downloadBytes;
       const linksBefore = proxy.requests.filter(({ path }) => path.includes("/files/")).length;
       const second = await runCli(["sync", "--dir", dir, "--json"], cliEnv(accounts.bulk.key));
-      expect(second.code, second.stderr).toBe(0);
+      expect(second.code, `${second.stderr}\n${second.stdout.slice(0, 3000)}`).toBe(0);
       expect(JSON.parse(second.stdout).files).toMatchObject({ downloaded: 0, resumed: 0, skipped: 2500 });
       expect(proxy.state.downloadBytes).toBe(bytesBefore);
       expect(proxy.requests.filter(({ path }) => path.includes("/files/")).length).toBe(linksBefore);
@@ -139,7 +139,7 @@ describe("dataset-access sync", () => {
 
       const resumedAt = proxy.requests.length;
       const rerun = await runCli(["sync", "--dir", dir, "--json"], cliEnv(accounts.big.key));
-      expect(rerun.code, rerun.stderr).toBe(0);
+      expect(rerun.code, `${rerun.stderr}\n${rerun.stdout.slice(0, 3000)}`).toBe(0);
       expect(JSON.parse(rerun.stdout).files).toMatchObject({ resumed: 1, failed: 0 });
       // The rerun asked for exactly the bytes after the partial file's end, and got only those.
       const download = proxy.requests.slice(resumedAt).find(({ path }) => path.startsWith("/api/dl/"));
@@ -156,7 +156,7 @@ describe("dataset-access sync", () => {
     await fs.rm(target);
     await fs.writeFile(`${target}.part`, Buffer.alloc(1024 * 1024, 0x78)); // 1 MiB of "x": not the file's first bytes
     const rerun = await runCli(["sync", "--dir", dir, "--json"], cliEnv(accounts.big.key));
-    expect(rerun.code, rerun.stderr).toBe(0);
+    expect(rerun.code, `${rerun.stderr}\n${rerun.stdout.slice(0, 3000)}`).toBe(0);
     expect(JSON.parse(rerun.stdout).files).toMatchObject({ repaired: 1, failed: 0 });
     expect(sha256(await fs.readFile(target))).toBe(sha256(bigFile));
   });
@@ -176,13 +176,13 @@ describe("dataset-access sync", () => {
         runCli(["sync", "--dir", path.join(workDir, "paced"), "--json"], cliEnv(accounts.paced.key)),
         runCli(["sync", "--dir", path.join(workDir, "forced"), "--json"], cliEnv(accounts.forced.key)),
       ]);
-      expect(paced.code, paced.stderr).toBe(0);
+      expect(paced.code, `${paced.stderr}\n${paced.stdout.slice(0, 3000)}`).toBe(0);
       // 66 requests (a list and 65 links) in a 60-a-minute window: it waited instead of meeting a 429.
       expect(JSON.parse(paced.stdout)).toMatchObject({
         files: { downloaded: 65, failed: 0 },
         rate_limited_responses: 0,
       });
-      expect(forced.code, forced.stderr).toBe(0);
+      expect(forced.code, `${forced.stderr}\n${forced.stdout.slice(0, 3000)}`).toBe(0);
       const forcedReport = JSON.parse(forced.stdout);
       expect(forcedReport.rate_limited_responses).toBeGreaterThanOrEqual(1);
       expect(forcedReport.files).toMatchObject({ downloaded: 1, failed: 0 });

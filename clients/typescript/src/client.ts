@@ -19,6 +19,19 @@ export type ClientOptions = RetryOptions & {
 
 export type DatasetAccessClient = ReturnType<typeof createClient>;
 
+/** The typed exception for an error answer whose body openapi-fetch has already parsed. */
+function problemFrom(response: Response, problem: unknown): DatasetAccessError {
+  const body = (problem && typeof problem === "object" ? problem : {}) as {
+    code?: string;
+    detail?: string;
+    request_id?: string;
+  };
+  return new DatasetAccessError(response.status, {
+    ...body,
+    request_id: body.request_id ?? response.headers.get("x-request-id") ?? undefined,
+  });
+}
+
 /** The API's base URL from a server origin or an /api/v1 URL. */
 export function apiBase(url: string): string {
   const trimmed = url.replace(/\/+$/, "");
@@ -45,8 +58,8 @@ export function createClient(options: ClientOptions = {}) {
   });
 
   async function getOrder(id: string): Promise<Order> {
-    const { data, response } = await api.GET("/orders/{id}", { params: { path: { id } } });
-    if (!data) throw await problemError(response);
+    const { data, error, response } = await api.GET("/orders/{id}", { params: { path: { id } } });
+    if (!data) throw problemFrom(response, error);
     return data;
   }
 
@@ -54,13 +67,12 @@ export function createClient(options: ClientOptions = {}) {
   async function* listOrders({ pageSize = 50 }: { pageSize?: number } = {}): AsyncGenerator<Order> {
     let offset: number | null = 0;
     while (offset !== null) {
-      const { data, response }: { data?: components["schemas"]["OrderPage"]; response: Response } = await api.GET(
-        "/orders",
-        { params: { query: { limit: String(pageSize), offset: String(offset) } } },
-      );
-      if (!data) throw await problemError(response);
-      yield* data.data;
-      offset = data.next_offset;
+      const query: { limit: string; offset: string } = { limit: String(pageSize), offset: String(offset) };
+      const answer = await api.GET("/orders", { params: { query } });
+      const page: components["schemas"]["OrderPage"] | undefined = answer.data;
+      if (!page) throw problemFrom(answer.response, answer.error);
+      yield* page.data;
+      offset = page.next_offset;
     }
   }
 

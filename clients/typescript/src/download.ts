@@ -79,12 +79,14 @@ export async function downloadVerified(
           if (!append) have = 0;
           const newEtag = response.headers.get("etag");
           if (newEtag) await fs.writeFile(etagPath(dest), newEtag);
+          const out = (await fs.open(part, append ? "a" : "w")).createWriteStream();
           const body = Readable.fromWeb(response.body as import("node:stream/web").ReadableStream);
+          // Counted in the same tick as the pipe is made: nothing flows before it is written.
           body.on("data", (chunk: Buffer) => {
             fetched += chunk.length;
             onProgress?.(chunk.length);
           });
-          await pipeline(body, (await fs.open(part, append ? "a" : "w")).createWriteStream());
+          await pipeline(body, out);
         } else {
           await response.body?.cancel();
           throw new NetworkError(`the download link answered ${response.status}`);
