@@ -25,7 +25,28 @@ export default async function GettingStartedPage() {
       code: `export DATASET_ACCESS_KEY=dak_...   # the secret, from your secret store`,
     },
     {
-      title: "2. List your orders",
+      title: "2. Sync with a client",
+      body: (
+        <>
+          The clients do what every integration needs: page through your orders, wait out the rate limit (they pace
+          themselves, and honour <code>Retry-After</code>), resume broken downloads, check each file&apos;s SHA-256 and
+          remember what is already fetched. <code>sync</code> mirrors every delivered order into{" "}
+          <code>DIR/&lt;order id&gt;/&lt;file name&gt;</code>; run it again (e.g. from cron) to fetch only what is new.
+          Python: one file, standard library only (Python 3.9+). TypeScript/Node.js: <code>@dataset-access/client</code>
+          , with the <code>dataset-access</code> command.
+        </>
+      ),
+      code: [
+        `export DATASET_ACCESS_URL=${origin}`,
+        `# Python 3.9+, nothing to install:`,
+        `curl -O ${origin}/clients/dataset_access.py`,
+        `python3 dataset_access.py sync --dir ./datasets`,
+        `# Node.js 20+ (@dataset-access/client):`,
+        `npx dataset-access sync --dir ./datasets`,
+      ].join("\n"),
+    },
+    {
+      title: "3. Or call the API: list your orders",
       body: (
         <>
           Newest first, up to 50 per page. Continue with <code>offset=next_offset</code> until <code>next_offset</code>{" "}
@@ -35,14 +56,14 @@ export default async function GettingStartedPage() {
       code: `curl -H "Authorization: Bearer $DATASET_ACCESS_KEY" \\\n  "${origin}/api/v1/orders?limit=50&offset=0"`,
     },
     {
-      title: "3. Read one order",
+      title: "4. Read one order",
       body: (
         <>Its status and its files (name, size, type, SHA-256). Files are downloadable only while it is delivered.</>
       ),
       code: `curl -H "Authorization: Bearer $DATASET_ACCESS_KEY" \\\n  ${origin}/api/v1/orders/ord_...`,
     },
     {
-      title: "4. Download a file",
+      title: "5. Download a file",
       body: (
         <>
           The API answers with a redirect to a signed link valid for 5 minutes, so follow redirects (<code>-L</code>).
@@ -66,7 +87,14 @@ export default async function GettingStartedPage() {
         <section key={step.title} className="space-y-3">
           <h2 className="text-lg font-semibold">{step.title}</h2>
           <p className="max-w-3xl text-slate-700">{step.body}</p>
-          <CodeBlock label={step.title.slice(3).toLowerCase()}>{step.code}</CodeBlock>
+          <CodeBlock
+            label={step.title
+              .slice(3)
+              .replace(/^Or call the API: /, "")
+              .toLowerCase()}
+          >
+            {step.code}
+          </CodeBlock>
         </section>
       ))}
       <p>

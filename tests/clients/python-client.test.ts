@@ -1,5 +1,6 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
+import { promises as fs } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -57,6 +58,13 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.stop();
   await env?.cleanup();
+});
+
+it("is served by the server for download, as the getting-started page says", async () => {
+  const answer = await fetch(`${server.url}/clients/dataset_access.py`);
+  expect(answer.status).toBe(200);
+  expect(answer.headers.get("content-disposition")).toBe('attachment; filename="dataset_access.py"');
+  expect(await answer.text()).toBe(await fs.readFile(path.resolve("clients/python/dataset_access.py"), "utf8"));
 });
 
 it("passes its unittest suite against the server", { timeout: 180_000 }, async () => {
