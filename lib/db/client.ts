@@ -75,8 +75,8 @@ export async function sqlQuery<Row extends pg.QueryResultRow>(
 
 /**
  * A statement (or several) on the app's pool without a prepared name, for a library that brings
- * its own SQL (pg-boss): the same pool, timeouts and closing of a connection the client stopped
- * waiting on as the app's own queries. Answers node-postgres's result as it is.
+ * its own SQL (pg-boss): the same pool and timeouts as the app's own queries. A connection whose
+ * statement failed is closed, not reused. Answers node-postgres's result as it is.
  */
 export async function poolQuery(text: string, values: unknown[] = []): Promise<pg.QueryResult> {
   const client = await pool().connect();
@@ -85,7 +85,9 @@ export async function poolQuery(text: string, values: unknown[] = []): Promise<p
     client.release();
     return result;
   } catch (error) {
-    client.release(isQueryReadTimeout(error) ? (error as Error) : undefined);
+    // A failed script may leave its connection inside an aborted transaction (`BEGIN; ...` that
+    // stopped half-way): never hand that connection to the app's next query.
+    client.release(error as Error);
     throw error;
   }
 }

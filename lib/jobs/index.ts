@@ -29,17 +29,33 @@ const QUEUE_OPTIONS: Record<QueueName, PgBoss.Queue> = {
 };
 
 async function startBoss(options: PgBoss.ConstructorOptions): Promise<PgBoss> {
-  // On the app's own pool (lib/db/client.ts): its size, deadlines and failure handling, no second pool.
-  const boss = new PgBoss({ db: { executeSql: poolQuery }, ...options });
-  boss.on("error", (error) => logger().error({ ...errorFields(error) }, "job queue error"));
-  await boss.start();
-  for (const queue of Object.values(QUEUE_OPTIONS)) await boss.createQueue(queue.name, queue);
-  return boss;
+  for (let attempt = 1; ; attempt++) {
+    // On the app's own pool (lib/db/client.ts): its size, deadlines and failure handling, no second pool.
+    const boss = new PgBoss({ db: { executeSql: poolQuery }, ...options });
+    boss.on("error", (error) => logger().error({ ...errorFields(error) }, "job queue error"));
+    try {
+      await boss.start();
+      for (const queue of Object.values(QUEUE_OPTIONS)) await boss.createQueue(queue.name, queue);
+      return boss;
+    } catch (error) {
+      await boss.stop({ graceful: false, close: false }).catch(() => {});
+      // Instances starting together on a new database all install pg-boss's schema: its lock lets
+      // one through and the others fail on "already exists". The schema is there now: try again.
+      if (attempt >= 3) throw error;
+      logger().warn({ ...errorFields(error) }, "job queue: start failed, trying again");
+      await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
+    }
+  }
 }
 
 /** The process's queue for sending jobs (no maintenance, no cron: workers do that). */
 export function jobQueue(): Promise<PgBoss> {
-  return processSingleton("jobs:producer", () => startBoss({ supervise: false, schedule: false }));
+  return processSingleton("jobs:producer", () =>
+    startBoss({ supervise: false, schedule: false }).catch((error: unknown) => {
+      dropProcessSingleton("jobs:producer"); // the next send tries again
+      throw error;
+    }),
+  );
 }
 
 /** Stops the process's sending queue, if it was started (the CLI before it exits). */
