@@ -220,12 +220,16 @@ def _size(path):
         return -1
 
 
-def _sha256(path):
+def _hash_file(path):
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for chunk in iter(lambda: handle.read(CHUNK), b""):
             digest.update(chunk)
-    return digest.hexdigest()
+    return digest
+
+
+def _sha256(path):
+    return _hash_file(path).hexdigest()
 
 
 def is_verified(path, expected):
@@ -245,6 +249,7 @@ def _download_verified(signed_link, dest, expected, on_progress=None, attempts=5
             have = 0
         if resumed_from is None:
             resumed_from = have
+        running = None
         try:
             if have < expected["size"]:
                 headers = {"User-Agent": USER_AGENT}
@@ -266,14 +271,17 @@ def _download_verified(signed_link, dest, expected, on_progress=None, attempts=5
                         if response.headers.get("ETag"):
                             with open(etag_file, "w") as handle:
                                 handle.write(response.headers["ETag"])
+                        # The sha256 as the file grows: the bytes already on disk, then each chunk written.
+                        running = _hash_file(part) if append else hashlib.sha256()
                         with open(part, "ab" if append else "wb") as out:
                             for chunk in iter(lambda: response.read(CHUNK), b""):
                                 out.write(chunk)
+                                running.update(chunk)
                                 fetched += len(chunk)
                                 if on_progress:
                                     on_progress(len(chunk))
             size = _size(part)
-            digest = _sha256(part) if size == expected["size"] else None
+            digest = (running.hexdigest() if running else _sha256(part)) if size == expected["size"] else None
             if size != expected["size"] or digest != expected["sha256"]:
                 for leftover in (part, etag_file):
                     if os.path.exists(leftover):
@@ -343,7 +351,7 @@ def sync(client, directory, delete=False, on_file=None, on_bytes=None):
     delivered = [order for order in orders if order["status"] == "delivered"]
     report["orders"], report["delivered"] = len(orders), len(delivered)
     report["files"]["total"] = sum(len(order["files"]) for order in delivered)
-    done = 0
+    done, last_write = 0, 0.0
     for order in delivered:
         entry = manifest["orders"].setdefault(order["id"], {"name": order["name"], "status": order["status"], "files": {}})
         entry["status"] = order["status"]
@@ -376,7 +384,11 @@ def sync(client, directory, delete=False, on_file=None, on_bytes=None):
                 else:
                     report["files"]["downloaded"] += 1
             entry["files"][file["name"]] = {"id": file["id"], "sha256": file["sha256"], "size": file["size"]}
-            _write_manifest(directory, manifest)
+            # At most once a second while files arrive, and at the end: a killed sync loses only
+            # entries of files that the next run finds on disk and verifies by their sha256.
+            if time.time() - last_write >= 1:
+                _write_manifest(directory, manifest)
+                last_write = time.time()
             done += 1
             if on_file:
                 on_file(done, report["files"]["total"])

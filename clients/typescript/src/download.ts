@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, type Hash } from "node:crypto";
 import { createReadStream, promises as fs } from "node:fs";
 import path from "node:path";
 import { Readable } from "node:stream";
@@ -29,8 +29,10 @@ async function fileSize(file: string): Promise<number> {
   );
 }
 
-async function hashOf(file: string, hash = createHash("sha256")) {
-  await pipeline(createReadStream(file), hash);
+/** The sha256 of a file's bytes so far, still open for more (a resumed download goes on from it). */
+async function hashOf(file: string): Promise<Hash> {
+  const hash = createHash("sha256");
+  for await (const chunk of createReadStream(file, { highWaterMark: 1024 * 1024 })) hash.update(chunk as Buffer);
   return hash;
 }
 
@@ -63,6 +65,8 @@ export async function downloadVerified(
     }
     resumedFrom ??= have;
     const etag = have > 0 ? await fs.readFile(etagPath(dest), "utf8").catch(() => undefined) : undefined;
+    // The sha256 of the partial file as it grows: its bytes on disk first, then each chunk as written.
+    let running: Hash | undefined;
     try {
       if (have < expected.size) {
         const headers: Record<string, string> = {};
@@ -79,21 +83,24 @@ export async function downloadVerified(
           if (!append) have = 0;
           const newEtag = response.headers.get("etag");
           if (newEtag) await fs.writeFile(etagPath(dest), newEtag);
+          const hash = append ? await hashOf(part) : createHash("sha256");
           const out = (await fs.open(part, append ? "a" : "w")).createWriteStream();
           const body = Readable.fromWeb(response.body as import("node:stream/web").ReadableStream);
           // Counted in the same tick as the pipe is made: nothing flows before it is written.
           body.on("data", (chunk: Buffer) => {
+            hash.update(chunk);
             fetched += chunk.length;
             onProgress?.(chunk.length);
           });
           await pipeline(body, out);
+          running = hash;
         } else {
           await response.body?.cancel();
           throw new NetworkError(`the download link answered ${response.status}`);
         }
       }
       const size = await fileSize(part);
-      const sha256 = size === expected.size ? (await hashOf(part)).digest("hex") : undefined;
+      const sha256 = size === expected.size ? (running ?? (await hashOf(part))).digest("hex") : undefined;
       if (size !== expected.size || sha256 !== expected.sha256) {
         await Promise.all([fs.rm(part, { force: true }), fs.rm(etagPath(dest), { force: true })]);
         // A partial file from an earlier run may have been damaged: once, start over from nothing.
