@@ -112,7 +112,7 @@ test("keys of each expiry, and a replacement that revokes the old key", async ({
   await old.getByRole("button", { name: "Replace key-30d" }).click();
   const replace = page.getByRole("dialog", { name: "Replace “key-30d”" });
   await replace.getByLabel("365 days").check();
-  await replace.getByLabel("Revoke the old key now").check();
+  await replace.getByLabel("now (for a leaked key)").check();
   await replace.getByRole("button", { name: "Create replacement" }).click();
   const shown = page.getByRole("dialog", { name: "Copy your new API key" });
   const secret = (await shown.getByTestId("new-key-secret").textContent())!.trim();
