@@ -94,3 +94,27 @@ export function ConfirmDialog({
     </Dialog>
   );
 }
+
+/** The end of a form in a dialog: Cancel, and its submit button (disabled, and saying so, while pending). */
+export function DialogFormButtons({
+  submitLabel,
+  pendingLabel,
+  pending,
+  onCancel,
+}: {
+  submitLabel: string;
+  pendingLabel: string;
+  pending: boolean;
+  onCancel: () => void;
+}) {
+  return (
+    <div className="flex justify-end gap-2">
+      <Button tone="secondary" onClick={onCancel}>
+        Cancel
+      </Button>
+      <Button type="submit" disabled={pending}>
+        {pending ? pendingLabel : submitLabel}
+      </Button>
+    </div>
+  );
+}

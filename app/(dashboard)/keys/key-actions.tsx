@@ -1,8 +1,8 @@
 "use client";
 
 import { useRef, useState, type FormEvent } from "react";
-import { CopyButton } from "@/components/copy-button";
-import { ConfirmDialog, Dialog } from "@/components/dialog";
+import { ConfirmDialog, Dialog, DialogFormButtons } from "@/components/dialog";
+import { ShownOnceDialog } from "@/components/shown-once-dialog";
 import { useAction } from "@/components/use-action";
 import { TextField } from "@/components/text-field";
 import { Button, Notice } from "@/components/ui";
@@ -109,14 +109,12 @@ export function CreateKeyButton({ socialEnabled, expiryChoices }: { socialEnable
               </p>
             )}
           </fieldset>
-          <div className="flex justify-end gap-2">
-            <Button tone="secondary" onClick={() => setOpen(false)}>
-              Cancel
-            </Button>
-            <Button type="submit" disabled={pending}>
-              {pending ? "Creating…" : "Create key"}
-            </Button>
-          </div>
+          <DialogFormButtons
+            submitLabel="Create key"
+            pendingLabel="Creating…"
+            pending={pending}
+            onCancel={() => setOpen(false)}
+          />
         </form>
       </Dialog>
       <SecretDialog created={secretKey} onClose={() => setSecretKey(undefined)} finalFocus={() => trigger.current} />
@@ -124,7 +122,7 @@ export function CreateKeyButton({ socialEnabled, expiryChoices }: { socialEnable
   );
 }
 
-/** The only place a secret is ever shown. It lives in this component's state until the dialog closes. */
+/** The only place a key's secret is ever shown. It lives in this component's state until the dialog closes. */
 function SecretDialog({
   created,
   onClose,
@@ -135,35 +133,28 @@ function SecretDialog({
   finalFocus: () => HTMLElement | null;
 }) {
   return (
-    <Dialog
-      open={created !== undefined}
+    <ShownOnceDialog
+      value={created?.secret}
       title="Copy your new API key"
-      onClose={onClose}
-      requireExplicitClose
-      finalFocus={finalFocus}
-    >
-      {created && (
+      warning={
         <>
-          <Notice tone="warning">
-            <strong>This is the only time the key is shown.</strong> Copy it into your server&apos;s secret store now.
-            If you lose it, create a replacement and revoke this one.
-          </Notice>
+          <strong>This is the only time the key is shown.</strong> Copy it into your server&apos;s secret store now. If
+          you lose it, create a replacement and revoke this one.
+        </>
+      }
+      details={
+        created && (
           <p className="text-sm text-slate-700">
             <strong>{created.name}</strong> · <code>{created.permission}</code> · expires{" "}
             {formatDate(created.expiresAt)}
           </p>
-          <div className="flex items-center gap-2 rounded-md border border-slate-300 bg-slate-50 p-2">
-            <code data-testid="new-key-secret" className="flex-1 font-mono text-sm break-all select-all">
-              {created.secret}
-            </code>
-            <CopyButton value={created.secret} label="Copy API key" />
-          </div>
-          <div className="flex justify-end">
-            <Button onClick={onClose}>I have stored it</Button>
-          </div>
-        </>
-      )}
-    </Dialog>
+        )
+      }
+      valueTestId="new-key-secret"
+      copyLabel="Copy API key"
+      onClose={onClose}
+      finalFocus={finalFocus}
+    />
   );
 }
 
@@ -255,14 +246,12 @@ export function ReplaceKeyButton({
               </div>
             </fieldset>
           )}
-          <div className="flex justify-end gap-2">
-            <Button tone="secondary" onClick={() => setOpen(false)}>
-              Cancel
-            </Button>
-            <Button type="submit" disabled={pending}>
-              {pending ? "Creating…" : "Create replacement"}
-            </Button>
-          </div>
+          <DialogFormButtons
+            submitLabel="Create replacement"
+            pendingLabel="Creating…"
+            pending={pending}
+            onCancel={() => setOpen(false)}
+          />
         </form>
       </Dialog>
       <SecretDialog

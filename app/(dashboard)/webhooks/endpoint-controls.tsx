@@ -1,8 +1,8 @@
 "use client";
 
 import { useState, type FormEvent } from "react";
-import { CopyButton } from "@/components/copy-button";
-import { ConfirmDialog, Dialog } from "@/components/dialog";
+import { ConfirmDialog, Dialog, DialogFormButtons } from "@/components/dialog";
+import { ShownOnceDialog } from "@/components/shown-once-dialog";
 import { useAction } from "@/components/use-action";
 import { Button, Notice, inputClass } from "@/components/ui";
 import {
@@ -19,27 +19,20 @@ type EventChoice = { type: string; description: string };
 /** The one place an endpoint's signing secret is shown: right after it was made or rotated. */
 function SecretDialog({ shown, onClose }: { shown?: { url: string; secret: string }; onClose: () => void }) {
   return (
-    <Dialog
-      open={shown !== undefined}
+    <ShownOnceDialog
+      value={shown?.secret}
       title="Copy the signing secret"
+      warning={
+        <>
+          <strong>This is the only time the secret is shown.</strong> Your receiver at <code>{shown?.url}</code> needs
+          it to verify each message&apos;s <code>webhook-signature</code>.
+        </>
+      }
+      valueTestId="new-webhook-secret"
+      copyLabel="Copy signing secret"
       onClose={onClose}
-      requireExplicitClose
       finalFocus={() => document.getElementById("webhooks-heading")}
-    >
-      <Notice tone="warning">
-        <strong>This is the only time the secret is shown.</strong> Your receiver at <code>{shown?.url}</code> needs it
-        to verify each message&apos;s <code>webhook-signature</code>.
-      </Notice>
-      <div className="flex items-center gap-2 rounded-md border border-slate-300 bg-slate-50 p-2">
-        <code data-testid="new-webhook-secret" className="flex-1 font-mono text-sm break-all select-all">
-          {shown?.secret}
-        </code>
-        <CopyButton value={shown?.secret ?? ""} label="Copy signing secret" />
-      </div>
-      <div className="flex justify-end">
-        <Button onClick={onClose}>I have stored it</Button>
-      </div>
-    </Dialog>
+    />
   );
 }
 
@@ -101,14 +94,12 @@ export function AddEndpoint({ events }: { events: EventChoice[] }) {
               </label>
             ))}
           </fieldset>
-          <div className="flex justify-end gap-2">
-            <Button tone="secondary" onClick={() => setOpen(false)}>
-              Cancel
-            </Button>
-            <Button type="submit" disabled={pending}>
-              {pending ? "Adding…" : "Add endpoint"}
-            </Button>
-          </div>
+          <DialogFormButtons
+            submitLabel="Add endpoint"
+            pendingLabel="Adding…"
+            pending={pending}
+            onCancel={() => setOpen(false)}
+          />
         </form>
       </Dialog>
       <SecretDialog shown={shown} onClose={() => setShown(undefined)} />

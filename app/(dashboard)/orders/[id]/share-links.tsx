@@ -1,8 +1,8 @@
 "use client";
 
 import { useState, type FormEvent } from "react";
-import { CopyButton } from "@/components/copy-button";
-import { ConfirmDialog, Dialog } from "@/components/dialog";
+import { ConfirmDialog } from "@/components/dialog";
+import { ShownOnceDialog } from "@/components/shown-once-dialog";
 import { useAction } from "@/components/use-action";
 import { TextField } from "@/components/text-field";
 import { Badge, Button, Notice, inputClass } from "@/components/ui";
@@ -115,26 +115,17 @@ export function ShareLinks({
           ))}
         </ul>
       )}
-      <Dialog
-        open={createdUrl !== undefined}
+      <ShownOnceDialog
+        value={createdUrl}
         title="Share link created"
+        warning="Copy the link now: it is shown only this once. Anyone with it can open this order and download its files."
+        valueTestId="new-share-url"
+        copyLabel="Copy share link"
+        closeLabel="Done"
+        compact
         onClose={() => setCreatedUrl(undefined)}
-        requireExplicitClose
         finalFocus={() => document.getElementById("share-heading")}
-      >
-        <Notice tone="warning">
-          Copy the link now: it is shown only this once. Anyone with it can open this order and download its files.
-        </Notice>
-        <div className="flex items-center gap-2 rounded-md border border-slate-300 bg-slate-50 p-2">
-          <code data-testid="new-share-url" className="flex-1 font-mono text-xs break-all select-all">
-            {createdUrl}
-          </code>
-          <CopyButton value={createdUrl ?? ""} label="Copy share link" />
-        </div>
-        <div className="flex justify-end">
-          <Button onClick={() => setCreatedUrl(undefined)}>Done</Button>
-        </div>
-      </Dialog>
+      />
       <ConfirmDialog
         open={revoking !== undefined}
         title="Revoke this share link?"
