@@ -7,12 +7,11 @@ import { Readable } from "node:stream";
 import pg from "pg";
 import { createBuyer } from "../lib/buyers";
 import { disconnectDb } from "../lib/db/client";
-import { migrate } from "../lib/db/migrate";
 import { addOrderFile, createOrder } from "../lib/orders/admin";
 import {
   BENCH_AUTH_SECRET,
   createBenchKeys,
-  ensureDatabaseExists,
+  freshBenchDatabase,
   log,
   ratio,
   report,
@@ -37,21 +36,7 @@ requireCurl("bench/sync.ts");
 const SMALL_FILES = Number(process.env.BENCH_SMALL_FILES ?? 1000);
 const BIG_BYTES = Number(process.env.BENCH_BIG_MIB ?? 1024) * 1024 * 1024;
 
-const databaseUrl = (() => {
-  const url = new URL(process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres");
-  url.pathname = "/dataset_access_bench_sync";
-  return url.toString();
-})();
-{
-  const admin = new URL(databaseUrl);
-  admin.pathname = "/postgres";
-  const client = new pg.Client({ connectionString: admin.toString() });
-  await client.connect();
-  await client.query(`DROP DATABASE IF EXISTS dataset_access_bench_sync WITH (FORCE)`);
-  await client.end();
-}
-await ensureDatabaseExists(databaseUrl);
-await migrate(databaseUrl);
+const databaseUrl = await freshBenchDatabase("dataset_access_bench_sync");
 const workDir = await fs.mkdtemp(path.join(os.tmpdir(), "bench-sync-"));
 process.env.DATABASE_URL = databaseUrl;
 process.env.STORAGE_DIR = path.join(workDir, "storage");

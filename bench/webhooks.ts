@@ -4,7 +4,6 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
-import { migrate } from "../lib/db/migrate";
 import { closeJobQueue } from "../lib/jobs";
 import { setOrderStatus } from "../lib/orders/admin";
 import { createEndpoint } from "../lib/webhooks/endpoints";
@@ -12,7 +11,7 @@ import { disconnectDb } from "../lib/db/client";
 import {
   BENCH_AUTH_SECRET,
   createBenchKeys,
-  ensureDatabaseExists,
+  freshBenchDatabase,
   log,
   percentile,
   ratio,
@@ -41,22 +40,8 @@ const ORDERS_PER_BUYER = 100;
 const LOAD_ACCOUNTS = 1_000;
 const PARALLEL_CHANGES = 8;
 
-const databaseUrl = (() => {
-  const url = new URL(process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres");
-  url.pathname = "/dataset_access_bench_webhooks";
-  return url.toString();
-})();
 // A fresh database each run: the counts below assume nothing from before.
-{
-  const admin = new URL(databaseUrl);
-  admin.pathname = "/postgres";
-  const client = new pg.Client({ connectionString: admin.toString() });
-  await client.connect();
-  await client.query(`DROP DATABASE IF EXISTS dataset_access_bench_webhooks WITH (FORCE)`);
-  await client.end();
-}
-await ensureDatabaseExists(databaseUrl);
-await migrate(databaseUrl);
+const databaseUrl = await freshBenchDatabase("dataset_access_bench_webhooks");
 process.env.DATABASE_URL = databaseUrl;
 // One connection per status change in flight, and some for the job queue.
 process.env.DATABASE_POOL_SIZE = String(PARALLEL_CHANGES + 4);

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, promises as fs, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import pg from "pg";
+import { migrate } from "../../lib/db/migrate";
 import { generateSecret, hashSecret, secretDisplayParts } from "../../lib/keys/secret";
 import { freePort } from "../../tests/helpers/server";
 
@@ -45,6 +46,26 @@ export async function ensureDatabaseExists(databaseUrl: string): Promise<boolean
     await admin.end();
   }
   return true;
+}
+
+/**
+ * A new, migrated database `name` on DATABASE_URL's server, dropped first if a run left it: for the
+ * benchmarks whose counts must start from nothing.
+ */
+export async function freshBenchDatabase(name: string): Promise<string> {
+  const url = new URL(process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres");
+  url.pathname = "/postgres";
+  const admin = new pg.Client({ connectionString: url.toString() });
+  await admin.connect();
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS "${name.replace(/"/g, '""')}" WITH (FORCE)`);
+  } finally {
+    await admin.end();
+  }
+  url.pathname = `/${name}`;
+  await ensureDatabaseExists(url.toString());
+  await migrate(url.toString());
+  return url.toString();
 }
 
 export type Server = { url: string; pid: number; child: ChildProcess; output: () => string; stop: () => Promise<void> };
