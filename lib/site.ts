@@ -29,7 +29,7 @@ export function publicOrigin(request: { headers: Headers; url: string }): string
   return `${protocol}://${host}`;
 }
 
-/** The origin of e-mailed sign-in links: NEXTAUTH_URL (the launcher sets it from APP_URL or the local port). */
+/** The origin of e-mailed links (sign-in, key reminders): NEXTAUTH_URL (the launcher sets it from APP_URL or the local port). */
 export function authBaseUrl(): string {
   return (process.env.NEXTAUTH_URL ?? "http://localhost:3000").replace(/\/+$/, "");
 }

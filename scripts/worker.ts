@@ -1,6 +1,7 @@
 import { closeJobQueue } from "../lib/jobs";
 import { startJobWorker } from "../lib/jobs/worker";
 import { errorFields, logger } from "../lib/log";
+import { configuredOrigin } from "../lib/site";
 
 /**
  * `npm run worker`: the job worker on its own, for installations that run it apart from the web
@@ -11,6 +12,8 @@ if (!process.env.DATABASE_URL) {
   logger().fatal("DATABASE_URL is not set: the worker runs against the application's database.");
   process.exit(1);
 }
+// E-mailed links (key reminders) point where the launcher points them: APP_URL, else the local port.
+process.env.NEXTAUTH_URL ??= configuredOrigin() || `http://localhost:${process.env.PORT ?? "3000"}`;
 const stop = await startJobWorker().catch((error: unknown) => {
   logger().fatal({ ...errorFields(error) }, "the job worker did not start");
   process.exit(1);

@@ -111,7 +111,8 @@ export async function replaceApiKey(input: {
     permission: permissionFromStored[old.permission],
   });
   // A key that no longer works is left as it is: there is nothing to overlap with.
-  if (apiKeyStatus(old, now) === "revoked" || old.expiresAt <= now) return { ...created, oldRetiresAt: null };
+  const status = apiKeyStatus(old, now);
+  if (status === "revoked" || status === "expired") return { ...created, oldRetiresAt: null };
   const retiresAt = new Date(now.getTime() + REPLACE_OVERLAPS[input.overlap]);
   await db().apiKey.update({
     where: { id: input.keyId },

@@ -3,7 +3,7 @@ import { formatDate } from "../format";
 import { QUEUES, sendJob } from "../jobs";
 import { logger } from "../log";
 import { recordSecurityEvent } from "../security/log";
-import { configuredOrigin } from "../site";
+import { authBaseUrl } from "../site";
 import { emitEvent } from "../webhooks/emit";
 import type { KeyEventData } from "../webhooks/events";
 import { permissionFromStored } from "./permissions";
@@ -120,7 +120,7 @@ export async function runKeyLifecycle(
 }
 
 function expiryReminder(key: KeyRow, to: string, when: string) {
-  const keysPage = `${configuredOrigin() || `http://localhost:${process.env.PORT ?? "3000"}`}/keys`;
+  const keysPage = `${authBaseUrl()}/keys`;
   return {
     to,
     subject: `Your API key “${key.name}” expires ${when}`,
