@@ -53,6 +53,22 @@ describe("sign-in limits", () => {
     await server?.stop();
   });
 
+  it("a sign-in link with a malformed address or token (NUL, control characters) gets its page, never a 500", async () => {
+    for (const [email, token] of [
+      ["a\u0000b@example.com", "token"],
+      ["a@example.com", "\u0000"],
+      ["a\u007f@example.com", "x".repeat(5000)],
+    ] as [string, string][]) {
+      const page = await fetch(`${server.url}/signin/confirm?${new URLSearchParams({ email, token })}`);
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain("This sign-in link no longer works");
+      const callback = await fetch(`${server.url}/api/auth/callback/email?${new URLSearchParams({ email, token })}`, {
+        redirect: "manual",
+      });
+      expect(callback.status).toBeLessThan(500);
+    }
+  });
+
   it("count only requests that would send an e-mail: none without a valid CSRF token or address", async () => {
     for (let i = 0; i < 2 * SIGNIN_LIMITS.perEmailAndIp.limit; i++) {
       const forged = await requestSignIn(server, "victim@corp.example", { ip: "198.51.100.1", csrf: false });
