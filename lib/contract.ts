@@ -17,6 +17,9 @@ export const AUTH_FAILURE_LIMIT = { limit: 100, windowSeconds: 60 } as const;
 /** An API key's name, and a share link's label: at most this many characters (ours, for the dashboard). */
 export const NAME_MAX_LENGTH = 100;
 
+/** Control characters (NUL, DEL, ...): refused in names, labels and URLs people type (PostgreSQL cannot store NUL). */
+export const CONTROL_CHARACTERS = /\p{Cc}/u;
+
 /** `limit` of the order list: 1 to 50, 20 when not given. */
 export const ORDER_PAGE_SIZE = { min: 1, max: 50, default: 20 } as const;
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { NAME_MAX_LENGTH } from "../contract";
+import { CONTROL_CHARACTERS, NAME_MAX_LENGTH } from "../contract";
 import { db } from "../db/client";
 import { AppError } from "../errors";
 import { isTypedId } from "../ids";
@@ -31,6 +31,9 @@ export async function createApiKey(input: {
   const name = input.name.trim();
   if (!name || name.length > NAME_MAX_LENGTH) {
     throw new AppError("invalid_argument", `A key needs a name of 1 to ${NAME_MAX_LENGTH} characters.`);
+  }
+  if (CONTROL_CHARACTERS.test(name)) {
+    throw new AppError("invalid_argument", "A key name cannot contain control characters.");
   }
   if (input.permission === "scrape:read") {
     if (!(await socialAccessEnabled(input.buyerId))) {

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
-import { NAME_MAX_LENGTH } from "../contract";
+import { CONTROL_CHARACTERS, NAME_MAX_LENGTH } from "../contract";
 import { db } from "../db/client";
 import { AppError } from "../errors";
 
@@ -25,6 +25,7 @@ export const shareLinkLabelSchema = z
   .string()
   .trim()
   .max(NAME_MAX_LENGTH, `A label has at most ${NAME_MAX_LENGTH} characters.`)
+  .refine((label) => !CONTROL_CHARACTERS.test(label), "A label cannot contain control characters.")
   .transform((label) => label || null);
 
 export type ShareLinkStatus = "active" | "expired" | "revoked";

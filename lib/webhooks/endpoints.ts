@@ -1,5 +1,6 @@
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
+import { CONTROL_CHARACTERS } from "../contract";
 import { db } from "../db/client";
 import { AppError } from "../errors";
 import { isTypedId } from "../ids";
@@ -35,6 +36,7 @@ export const endpointUrlSchema = z
 function urlProblem(value: string): string | undefined {
   let url: URL;
   try {
+    if (CONTROL_CHARACTERS.test(value)) throw new TypeError("control characters");
     url = new URL(value);
   } catch {
     return "That is not a URL: it should look like https://example.com/webhooks.";

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../lib/db/client";
 import { closeJobQueue, jobQueue, QUEUES } from "../../lib/jobs";
 import { authenticateApiKey } from "../../lib/keys/verify";
-import { replaceApiKey } from "../../lib/keys";
+import { createApiKey, replaceApiKey } from "../../lib/keys";
 import { runKeyLifecycle } from "../../lib/keys/lifecycle";
 import { listSecurityEvents } from "../../lib/security/log";
 import { createEndpoint } from "../../lib/webhooks/endpoints";
@@ -107,5 +107,12 @@ describe("the key lifecycle (injected clock, real PostgreSQL)", () => {
     const old = await apiKey(account.id);
     await replaceApiKey({ buyerId: account.id, keyId: old.id, expiresInDays: 30, overlap: "none" });
     await expect(authenticateApiKey(`Bearer ${old.secret}`)).rejects.toMatchObject({ code: "revoked_api_key" });
+  });
+
+  it("refuses a key name with a control character (PostgreSQL cannot store NUL) with a clear error", async () => {
+    const account = await buyer("lifecycle-nul");
+    await expect(
+      createApiKey({ buyerId: account.id, name: "ware\u0000house", permission: "datasets:read", expiresInDays: 30 }),
+    ).rejects.toMatchObject({ code: "invalid_argument", message: "A key name cannot contain control characters." });
   });
 });

@@ -36,6 +36,9 @@ describe("share links", () => {
     expect(shareLinkLabelSchema.safeParse("x".repeat(101)).error?.issues[0]?.message).toBe(
       "A label has at most 100 characters.",
     );
+    expect(shareLinkLabelSchema.safeParse("for\u0000Acme").error?.issues[0]?.message).toBe(
+      "A label cannot contain control characters.",
+    );
   });
 
   it("tell the recipient who shared the order and until when, without asking them to sign in", async () => {

@@ -97,6 +97,9 @@ describe("webhook deliveries never reach private addresses", () => {
       "Use an https:// URL: events carry your order data.",
     );
     expect(endpointUrlSchema.safeParse("https://user:pw@example.com/").error?.issues[0]?.message).toMatch(/user name/);
+    expect(endpointUrlSchema.safeParse("https://example.com/\u0000hooks").error?.issues[0]?.message).toMatch(
+      /^That is not a URL/,
+    );
     expect(endpointUrlSchema.safeParse("https://example.com/hooks").success).toBe(true);
   });
 });

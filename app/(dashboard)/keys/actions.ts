@@ -2,7 +2,7 @@
 
 import { z } from "zod";
 import { buyerAction } from "@/lib/auth/buyer-action";
-import { NAME_MAX_LENGTH } from "@/lib/contract";
+import { CONTROL_CHARACTERS, NAME_MAX_LENGTH } from "@/lib/contract";
 import { isTypedId } from "@/lib/ids";
 import { sessionActor } from "@/lib/security/client";
 import { recordSecurityEvent } from "@/lib/security/log";
@@ -36,7 +36,8 @@ export const createKeyAction = buyerAction(
       .string()
       .trim()
       .min(1, "Give the key a name.")
-      .max(NAME_MAX_LENGTH, `Names are at most ${NAME_MAX_LENGTH} characters.`),
+      .max(NAME_MAX_LENGTH, `Names are at most ${NAME_MAX_LENGTH} characters.`)
+      .refine((name) => !CONTROL_CHARACTERS.test(name), "A key name cannot contain control characters."),
     expiresInDays: expiryField,
     permission: apiKeyPermissionSchema,
   }),
