@@ -6,26 +6,39 @@
     for order in client.iter_orders():          # every page
         print(order["id"], order["status"])
     client.download(order, order["files"][0], "products.csv")   # resumable, sha256-verified
+    client.download(order, "products.csv", "products.parquet", format="parquet")   # its rendition
     report = dataset_access.sync(client, "data/")               # mirror every delivered order
+    frame = client.read_pandas(order, "products.csv")           # a DataFrame (needs pandas)
 
-    python3 dataset_access.py sync --dir data/ [--delete] [--json]
+    python3 dataset_access.py sync --dir data/ [--format parquet|csv|jsonl] [--delete] [--json]
 
 Requests are retried on 429 and 503 after their Retry-After, on other 5xx and network errors with
 jittered exponential backoff, never on other 4xx; the client paces itself from the RateLimit header
 so a long sync does not meet a 429. Downloads resume a partial `<file>.part` with Range (If-Range on
-its ETag), verify size and sha256, and are renamed into place only then.
+its ETag), verify size and sha256, and are renamed into place only then. With a format (parquet, csv,
+jsonl) a data file is fetched as the server's rendition of it, named like the server names it
+(products.csv -> products.parquet) and verified by the rendition's own size and sha256; while the server
+makes it, the client asks again after each Retry-After, for at most 10 minutes (`rendition_wait`).
 
-Exit codes of the command: 0 done; 1 some files failed; 2 usage; 3 refused by the API; 4 network.
+Ids and names from the server are treated as hostile: an order or file whose id is not the API's,
+whose name could reach outside the directory (`..`, `a/b`, a NUL, ...), or whose path meets a symbolic
+link is skipped and reported under "refused"; nothing is created or deleted outside the directory.
+
+Exit codes of the command: 0 done; 1 some files failed, or were refused as unsafe; 2 usage; 3 refused by
+the API; 4 network.
 """
 
 import argparse
+import errno
 import hashlib
+import importlib.util
 import json
 import os
 import random
 import re
-import shutil
+import stat
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -35,14 +48,23 @@ __all__ = [
     "Client",
     "DatasetAccessError",
     "NetworkError",
+    "NoRenditionError",
+    "RenditionPendingError",
+    "UnsafeResponseError",
     "VerificationError",
+    "rendition_name",
     "sync",
     "MANIFEST_NAME",
+    "RENDITION_FORMATS",
 ]
 
 MANIFEST_NAME = ".dataset-access.json"
 USER_AGENT = "dataset-access-client-python/0.1"
 CHUNK = 1024 * 1024
+# The formats a data file can be fetched as besides its own.
+RENDITION_FORMATS = ("parquet", "csv", "jsonl")
+# How long a download waits in all for a rendition the server is making, in seconds.
+DEFAULT_RENDITION_WAIT = 600.0
 
 
 class DatasetAccessError(Exception):
@@ -64,6 +86,26 @@ class VerificationError(Exception):
     """A downloaded file's size or sha256 is not the one the API gave: nothing was kept."""
 
 
+class UnsafeResponseError(Exception):
+    """Something in the server's answer the client will not act on: an id or file name that could reach
+    outside the target directory, a symbolic link in the way, a download link that is not http(s). The
+    file (or order) is skipped and reported; nothing is written or deleted for it."""
+
+
+class NoRenditionError(Exception):
+    """The file cannot be had in the format asked: it is binary, its data could not be read, or its
+    rendition could not be made (the API's 404 preview_not_available). The original still can."""
+
+
+class RenditionPendingError(Exception):
+    """The server is still making the rendition asked for (its 202 rendition_pending): ask again after
+    `retry_after` seconds."""
+
+    def __init__(self, message, retry_after):
+        self.retry_after = retry_after
+        super().__init__(message)
+
+
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     """The API's 302 to a signed link is read, not followed (the link is fetched on its own)."""
 
@@ -82,10 +124,17 @@ def _retry_after_seconds(value):
     return None
 
 
+def _rendition_retry_seconds(value):
+    """Waits between asking again for a rendition being made: Retry-After, at least 1 s (5 s without one)."""
+    seconds = _retry_after_seconds(value)
+    return max(1, 5 if seconds is None else seconds)
+
+
 class Client:
     """A client of the Dataset Access API (a key with datasets:read)."""
 
-    def __init__(self, base_url=None, api_key=None, max_retries=8, max_delay=60.0, sleep=time.sleep, on_wait=None):
+    def __init__(self, base_url=None, api_key=None, max_retries=8, max_delay=60.0, sleep=time.sleep, on_wait=None,
+                 rendition_wait=DEFAULT_RENDITION_WAIT):
         base_url = base_url or os.environ.get("DATASET_ACCESS_URL")
         api_key = api_key or os.environ.get("DATASET_ACCESS_KEY")
         if not base_url:
@@ -98,6 +147,7 @@ class Client:
         self.max_delay = max_delay
         self.sleep = sleep
         self.on_wait = on_wait
+        self.rendition_wait = rendition_wait
         self.rate_limited_responses = 0
         self._paused_until = 0.0
         self._api = urllib.request.build_opener(_NoRedirect)
@@ -174,20 +224,65 @@ class Client:
     def get_order(self, order_id):
         return self._json("/orders/" + urllib.parse.quote(order_id, safe=""))
 
-    def signed_link(self, order_id, file_id):
-        """A fresh signed link to one file (the API's 302), not followed."""
+    def signed_link(self, order_id, file_id, format=None):
+        """A fresh signed link to one file (the API's 302), not followed; with `format`, to its rendition
+        (the file's own format gives the original). A rendition being made raises RenditionPendingError
+        (the 202), one that cannot exist NoRenditionError (the 404)."""
         path = "/orders/%s/files/%s" % (urllib.parse.quote(order_id, safe=""), urllib.parse.quote(file_id, safe=""))
-        status, headers, body = self._request(path)
+        if format:
+            path += "?" + urllib.parse.urlencode({"format": format})
+        try:
+            status, headers, body = self._request(path)
+        except DatasetAccessError as error:
+            if format and error.code == "preview_not_available":
+                raise NoRenditionError(error.detail) from None
+            raise
         if status == 302 and headers.get("Location"):
-            return urllib.parse.urljoin(self.base + path, headers["Location"])
+            link = urllib.parse.urljoin(self.base + path, headers["Location"])
+            # urllib opens file: (and ftp:) links too: they would read something local, not the server's file.
+            scheme = urllib.parse.urlsplit(link).scheme
+            if scheme not in ("http", "https"):
+                raise UnsafeResponseError("the download link is not http(s) but %s:" % scheme)
+            return link
+        if format and status == 202:
+            raise RenditionPendingError("file %s as %s is being made" % (file_id, format),
+                                        _rendition_retry_seconds(headers.get("Retry-After")))
         raise _problem(status, headers, body)
 
-    def download(self, order, file, dest, on_progress=None, attempts=5):
-        """Downloads `file` (a File object, id or name) of `order` (an Order or id) to `dest`.
+    def _waited_link(self, order_id, file, format, wait):
+        """The signed link to a rendition, asking again after each Retry-After while the server makes it,
+        for at most `wait` seconds in all; then RenditionPendingError. Answers (link, waited): waited when
+        it was not ready at first."""
+        deadline = time.time() + wait
+        waited = False
+        while True:
+            try:
+                return self.signed_link(order_id, file["id"], format), waited
+            except RenditionPendingError as error:
+                left = deadline - time.time()
+                if left <= 0:
+                    raise RenditionPendingError("%s as %s: still being made when the wait for it ran out"
+                                                % (file["name"], format), error.retry_after) from None
+                seconds = min(error.retry_after, left)
+                if self.on_wait:
+                    self.on_wait("rendition", seconds)
+                self.sleep(seconds)
+                waited = True
 
-        Resumes `dest.part`, verifies size and sha256, renames into place only then. Answers a dict:
-        bytes_fetched, resumed_from, restarted (a damaged partial file was fetched again whole).
-        """
+    def _rendition_expected(self, order_id, file, format, stale):
+        """The size and sha256 a rendition must have: from the order as read, unless it was not ready then
+        (or the download had to wait for it); else from the order read again now."""
+        listed = None if stale else _ready_rendition(file, format)
+        if listed:
+            return listed
+        fresh = [f for f in self.get_order(order_id)["files"] if f["id"] == file["id"]]
+        ready = fresh and _ready_rendition(fresh[0], format)
+        if not ready:
+            raise VerificationError("%s: the API gives no size and sha256 for its %s rendition" % (file["name"], format))
+        return ready
+
+    def _order_and_file(self, order, file):
+        """The Order (given, or read by id) and its File (given, or by id or name)."""
         if isinstance(order, str):
             order = self.get_order(order)
         wanted = file["id"] if isinstance(file, dict) else file
@@ -196,10 +291,60 @@ class Client:
             raise DatasetAccessError(
                 404, {"code": "file_not_found", "detail": "Order %s has no file %s." % (order["id"], wanted)}
             )
-        file = found[0]
-        return _download_verified(
-            lambda: self.signed_link(order["id"], file["id"]), dest, file, on_progress=on_progress, attempts=attempts
-        )
+        return order, found[0]
+
+    def download(self, order, file, dest, on_progress=None, attempts=5, format=None, rendition_wait=None):
+        """Downloads `file` (a File object, id or name) of `order` (an Order or id) to `dest`.
+
+        Resumes `dest.part`, verifies size and sha256, renames into place only then. With `format`
+        (parquet, csv, jsonl) it fetches the file's rendition instead (its own format gives the original),
+        verified by the rendition's own size and sha256, waiting while the server makes it for at most
+        `rendition_wait` seconds (default: the client's) and then raising RenditionPendingError; a file
+        with no rendition possible raises NoRenditionError. Answers a dict: bytes_fetched, resumed_from,
+        restarted (a damaged partial file was fetched again whole), format and rendition (what the bytes
+        are), size and sha256.
+        """
+        order, file = self._order_and_file(order, file)
+        rendition = format if _is_rendition(file, format) else None
+        reason = rendition and _no_rendition_reason(file, rendition)
+        if reason:
+            raise NoRenditionError(reason)
+        expected, first_link = file, []
+        if rendition:
+            link, waited = self._waited_link(order["id"], file, rendition,
+                                             self.rendition_wait if rendition_wait is None else rendition_wait)
+            expected = self._rendition_expected(order["id"], file, rendition, waited)
+            first_link.append(link)
+
+        def next_link():
+            # The first link of a rendition is had before its sha256 is known; later attempts ask afresh.
+            return first_link.pop() if first_link else self.signed_link(order["id"], file["id"], rendition)
+
+        result = _download_verified(next_link, dest, expected, on_progress=on_progress, attempts=attempts)
+        return dict(result, format=rendition or file["format"], rendition=rendition is not None,
+                    size=expected["size"], sha256=expected["sha256"])
+
+    def read_pandas(self, order, file, format=None):
+        """The data of `file` (a File object, id or name) of `order` (an Order or id) as a pandas DataFrame.
+
+        The bytes are downloaded into a temporary directory and verified by their sha256 before pandas reads
+        them with its own readers; nothing is kept. `format`: None reads the original when pandas can read
+        it as it is (csv, tsv, json, jsonl, gzipped or not; Parquet only with pyarrow), else the file's JSON
+        Lines rendition (which keeps numbers, strings and nulls apart, unlike CSV); "parquet", "csv" or
+        "jsonl" read that rendition (or the original, in its own format). Parquet needs pyarrow. Raises
+        ImportError naming what to install when pandas (or pyarrow) is missing, NoRenditionError for a
+        binary file or one whose data could not be read.
+        """
+        pandas = _import_pandas()
+        order, file = self._order_and_file(order, file)
+        format = format or _pandas_format(file)
+        if format == "parquet" and importlib.util.find_spec("pyarrow") is None:
+            raise ImportError(_PYARROW_MISSING, name="pyarrow")
+        with tempfile.TemporaryDirectory(prefix="dataset-access-") as directory:
+            path = os.path.join(directory, "data")
+            result = self.download(order, file, path, format=format)
+            compression = None if result["rendition"] else file.get("compression")
+            return _read_frame(pandas, path, result["format"], compression)
 
 
 def _problem(status, headers, body):
@@ -213,16 +358,44 @@ def _problem(status, headers, body):
     return DatasetAccessError(status, problem)
 
 
-def _size(path):
+# Windows has no O_NOFOLLOW: there the lstat of _partial_size stands alone.
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _symlink_refused(path):
+    return UnsafeResponseError("%s is a symbolic link: nothing is written through one" % os.path.basename(path))
+
+
+def _open_no_follow(path, flags, mode):
+    """Opens a file the download writes or reads without following a symbolic link in its place: one
+    planted there (`x.part -> ~/.bashrc`) must not be written through, nor its target sent as If-Range."""
     try:
-        return os.path.getsize(path) if os.path.isfile(path) else -1
+        return os.fdopen(os.open(path, flags | _NO_FOLLOW, 0o666), mode)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise _symlink_refused(path) from None
+        raise
+
+
+def _size(path):
+    """The size of a regular file (not a symbolic link), else -1."""
+    try:
+        info = os.lstat(path)
     except OSError:
         return -1
+    return info.st_size if stat.S_ISREG(info.st_mode) else -1
+
+
+def _partial_size(path):
+    """The size of the partial file (0: none); a symbolic link there is refused."""
+    if os.path.islink(path):
+        raise _symlink_refused(path)
+    return max(0, _size(path))
 
 
 def _hash_file(path):
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with _open_no_follow(path, os.O_RDONLY, "rb") as handle:
         for chunk in iter(lambda: handle.read(CHUNK), b""):
             digest.update(chunk)
     return digest
@@ -233,17 +406,28 @@ def _sha256(path):
 
 
 def is_verified(path, expected):
+    """Whether `path` is a file (not a symbolic link) with this size and sha256."""
     return _size(path) == expected["size"] and _sha256(path) == expected["sha256"]
 
 
+def _read_etag(path):
+    try:
+        with _open_no_follow(path, os.O_RDONLY, "r") as handle:
+            return handle.read().strip()
+    except FileNotFoundError:
+        return None
+
+
 def _download_verified(signed_link, dest, expected, on_progress=None, attempts=5):
+    """Fetches a signed link into `dest` (see Client.download). A symbolic link where `dest.part` or its
+    ETag file goes is refused (UnsafeResponseError), never written through."""
     os.makedirs(os.path.dirname(os.path.abspath(dest)), exist_ok=True)
     part, etag_file = dest + ".part", dest + ".part.etag"
     fetched, resumed_from, restarted = 0, None, False
     attempt = 0
     while True:
         attempt += 1
-        have = max(0, _size(part))
+        have = _partial_size(part)
         if have > expected["size"]:
             os.remove(part)
             have = 0
@@ -255,9 +439,9 @@ def _download_verified(signed_link, dest, expected, on_progress=None, attempts=5
                 headers = {"User-Agent": USER_AGENT}
                 if have > 0:
                     headers["Range"] = "bytes=%d-" % have
-                    if os.path.exists(etag_file):
-                        with open(etag_file) as handle:
-                            headers["If-Range"] = handle.read().strip()
+                    etag = _read_etag(etag_file)
+                    if etag:
+                        headers["If-Range"] = etag
                 request = urllib.request.Request(signed_link(), headers=headers)
                 try:
                     response = urllib.request.urlopen(request, timeout=60)
@@ -269,18 +453,19 @@ def _download_verified(signed_link, dest, expected, on_progress=None, attempts=5
                     with response:
                         append = response.status == 206 and have > 0
                         if response.headers.get("ETag"):
-                            with open(etag_file, "w") as handle:
+                            with _open_no_follow(etag_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "w") as handle:
                                 handle.write(response.headers["ETag"])
                         # The sha256 as the file grows: the bytes already on disk, then each chunk written.
                         running = _hash_file(part) if append else hashlib.sha256()
-                        with open(part, "ab" if append else "wb") as out:
+                        flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
+                        with _open_no_follow(part, flags, "ab" if append else "wb") as out:
                             for chunk in iter(lambda: response.read(CHUNK), b""):
                                 out.write(chunk)
                                 running.update(chunk)
                                 fetched += len(chunk)
                                 if on_progress:
                                     on_progress(len(chunk))
-            size = _size(part)
+            size = _partial_size(part)
             digest = (running.hexdigest() if running else _sha256(part)) if size == expected["size"] else None
             if size != expected["size"] or digest != expected["sha256"]:
                 for leftover in (part, etag_file):
@@ -304,9 +489,256 @@ def _download_verified(signed_link, dest, expected, on_progress=None, attempts=5
             time.sleep(random.uniform(0, 0.5 * 2 ** attempt))
 
 
-def _safe_name(name):
-    base = os.path.basename(name.replace("\\", "/"))
-    return base if base not in ("", ".", "..") else "_"
+# -- what the server names is hostile ---------------------------------------------------------
+# A server that is not the real one must not make the client write or delete anything outside the
+# directory it was given. An unsafe name is refused, never rewritten into another that could collide.
+
+_ORDER_ID = re.compile(r"ord_[0-9a-f]{32}")  # the API's ids (lib/ids.ts): typed prefix, 32 hex digits
+_FILE_ID = re.compile(r"fil_[0-9a-f]{32}")
+# The longest name whose `<name>.part.etag` still fits the 255 bytes file systems allow a name.
+MAX_NAME_BYTES = 255 - len(".part.etag")
+# C0, DEL and C1: a NUL cuts a path short, the others can drive a terminal.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+# Half a surrogate pair (json.loads lets one through) is no character and has no UTF-8 form.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _order_id_problem(order_id):
+    if isinstance(order_id, str) and _ORDER_ID.fullmatch(order_id):
+        return None
+    return "not an order id (ord_ and 32 hex digits)"
+
+
+def _file_id_problem(file_id):
+    if isinstance(file_id, str) and _FILE_ID.fullmatch(file_id):
+        return None
+    return "not a file id (fil_ and 32 hex digits)"
+
+
+def _name_problem(name):
+    """Why `name` cannot name a file inside a directory, or None when it can."""
+    if not isinstance(name, str):
+        return "the name is not a string"
+    if name == "":
+        return "the name is empty"
+    if name in (".", ".."):
+        return 'the name is "%s"' % name
+    if "/" in name or "\\" in name:
+        return "the name contains a path separator (/ or \\)"
+    if _CONTROL.search(name):
+        return "the name contains a control character"
+    if _LONE_SURROGATE.search(name):
+        return "the name is not valid Unicode"
+    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        return "the name is longer than %d bytes" % MAX_NAME_BYTES
+    return None
+
+
+class _DirectoryNames:
+    """The names taken in one directory: each file's and its partial download's, letter case aside (the
+    file systems of macOS and Windows ignore it). A second file of a taken name is refused rather than
+    written over the first."""
+
+    def __init__(self):
+        self._taken = set()
+
+    def claim(self, name):
+        """Takes `name`, `name.part` and `name.part.etag`, or answers why it cannot."""
+        names = [(name + suffix).lower() for suffix in ("", ".part", ".part.etag")]
+        if any(each in self._taken for each in names):
+            return "another file here has the same name, or this name is its partial download's"
+        self._taken.update(names)
+        return None
+
+
+def _unsafe_file_problem(file):
+    """Why a file of the server's answer cannot be written anywhere (its id or name is unsafe), or None."""
+    return _file_id_problem(file.get("id")) or _name_problem(file.get("name"))
+
+
+def _target_directory(directory):
+    """The real path of the directory everything goes into, created if need be."""
+    os.makedirs(directory, exist_ok=True)
+    return os.path.realpath(directory)
+
+
+def _path_inside(root, *names):
+    """`root/name/...` once it is sure to stay inside `root` (a real path, see _target_directory): each
+    name safe, and nothing on the way below root a symbolic link (which could lead anywhere). Checked
+    before anything there is created, written or deleted; raises UnsafeResponseError otherwise."""
+    current = root
+    for name in names:
+        problem = _name_problem(name)
+        if problem:
+            raise UnsafeResponseError(problem)
+        current = os.path.join(current, name)
+        if os.path.islink(current):
+            raise UnsafeResponseError(
+                "%s is a symbolic link: nothing is written or deleted through one" % os.path.relpath(current, root)
+            )
+    return current
+
+
+def _remove_regular_file(path):
+    """Removes `path` if it is a regular file (what this tool writes; a link or directory stays)."""
+    if _size(path) < 0:
+        return False
+    os.remove(path)
+    return True
+
+
+# -- formats ----------------------------------------------------------------------------------
+
+# A data extension, gzipped or not, that a rendition's name replaces.
+_DATA_EXTENSION = re.compile(r"(\.(csv|tsv|tab|json|jsonl|ndjson))?(\.gz)?\Z", re.IGNORECASE)
+_PARQUET_EXTENSION = re.compile(r"\.parquet\Z", re.IGNORECASE)
+
+
+def rendition_name(name, format):
+    """A rendition's file name, as the server names its download: the original's name with its data
+    extension (and .gz, or .parquet) replaced, products.csv.gz -> products.parquet. Made here rather than
+    read from the download, so a partial download has its name before the first byte; it is then checked
+    like any name from the server."""
+    stem = _PARQUET_EXTENSION.sub("", _DATA_EXTENSION.sub("", name, count=1), count=1)
+    return "%s.%s" % (stem or "data", format)
+
+
+def _is_rendition(file, format):
+    """Whether fetching `file` as `format` means its rendition (not the original: no format, or its own)."""
+    return format is not None and format != file.get("format")
+
+
+def _local_name(file, format):
+    return rendition_name(file["name"], format) if _is_rendition(file, format) else file["name"]
+
+
+def _rendition_of(file, format):
+    """The order's entry for `file`'s rendition in `format` (none from a server that lists no renditions)."""
+    renditions = file.get("renditions")
+    if not isinstance(renditions, list):
+        return None
+    return next((r for r in renditions if isinstance(r, dict) and r.get("format") == format), None)
+
+
+def _no_rendition_reason(file, format):
+    """Why `file` can never be had as `format`, read from the order (no request needed), or None: binary
+    files and files whose data could not be read have no renditions (the API answers 404
+    preview_not_available), and a rendition that failed stays failed."""
+    if file.get("format") == "binary":
+        return "a binary file has no %s rendition (the original can be downloaded as it is)" % format
+    if file.get("profile_status") == "failed":
+        return "its data could not be read: %s" % (file.get("profile_error") or "no reason given")
+    if (_rendition_of(file, format) or {}).get("status") == "failed":
+        return "its %s rendition could not be made" % format
+    return None
+
+
+def _ready_rendition(file, format):
+    """The size and sha256 the API gives for a ready rendition of `file`, or None (none, or not ready)."""
+    rendition = _rendition_of(file, format) or {}
+    if rendition.get("status") != "ready" or rendition.get("size") is None or rendition.get("sha256") is None:
+        return None
+    return {"size": rendition["size"], "sha256": rendition["sha256"]}
+
+
+def _expected_bytes(file, format):
+    """What `file` fetched as `format` must end as: the original's size and sha256, or its rendition's (None
+    while the rendition is not made: known once the server has made it)."""
+    return _ready_rendition(file, format) if _is_rendition(file, format) else file
+
+
+def _plan_directory(files, format):
+    """The files of one order as they go into one directory in `format` (None: as they are): for each,
+    {"file", "name"} (its name there) and "refused" (an unsafe id or name, or one taken) or "no_rendition"
+    (why it has none in `format`) when so. Files fetched as they are claim their names before renditions
+    do, so a rendition (products.csv as parquet) never takes the name of a file delivered under it
+    (products.parquet): the rendition is refused instead. A file with no rendition possible claims none."""
+    names = _DirectoryNames()
+    originals_first = [f for f in files if not _is_rendition(f, format)] + [f for f in files if _is_rendition(f, format)]
+    planned = []
+    for file in originals_first:
+        unsafe = _unsafe_file_problem(file)
+        if unsafe:
+            planned.append({"file": file, "name": str(file.get("name")), "refused": unsafe})
+            continue
+        rendition = _is_rendition(file, format)
+        name = _local_name(file, format)
+        entry = {"file": file, "name": name}
+        no_rendition = rendition and _no_rendition_reason(file, format)
+        if no_rendition:
+            entry["no_rendition"] = no_rendition
+        elif not rendition:
+            taken = names.claim(name)
+            if taken:
+                entry["refused"] = taken
+        else:
+            # The rendition's name is the server's name changed: checked again (.parquet may make it too long).
+            problem = _name_problem(name) or names.claim(name)
+            if problem:
+                entry["refused"] = 'as %s it would be named "%s": %s' % (format, name, problem)
+        planned.append(entry)
+    return planned
+
+
+def _deferring_pending(items, wait, fetch_one):
+    """Runs fetch_one(item, wait_seconds, final) over `items` without waiting for renditions being made (it
+    raises RenditionPendingError: the item is put aside), then comes back to those (final=True), each with
+    what is left of `wait` since it was first asked for. Asked for all at once, the server makes them in
+    the meantime, rather than each only after the wait for the one before."""
+    later = []
+    for item in items:
+        since = time.time()
+        try:
+            fetch_one(item, 0, False)
+        except RenditionPendingError:
+            later.append((item, since))
+    for item, since in later:
+        fetch_one(item, max(0.0, since + wait - time.time()), True)
+
+
+# -- pandas -----------------------------------------------------------------------------------
+
+_PANDAS_MISSING = ("read_pandas needs pandas, which is not installed for this Python (%s): "
+                   "apt-get install python3-pandas (Debian, Ubuntu) or pip install pandas" % sys.executable)
+_PYARROW_MISSING = ("reading Parquet into pandas needs pyarrow, which is not installed for this Python: "
+                    "pip install pyarrow; or read the file with format='jsonl' or format='csv'")
+
+
+def _import_pandas():
+    """pandas, imported only when asked for: the rest of this module needs nothing beyond the standard library."""
+    try:
+        import pandas
+    except ImportError:
+        raise ImportError(_PANDAS_MISSING, name="pandas") from None
+    return pandas
+
+
+def _pandas_format(file):
+    """The format read_pandas fetches `file` in by default: None (the original) when pandas reads it as it
+    is, else its JSON Lines rendition (Parquet without pyarrow)."""
+    if file.get("format") == "binary":
+        raise NoRenditionError("%s is a binary file, not a table pandas can read" % file["name"])
+    if file.get("format") == "parquet" and importlib.util.find_spec("pyarrow") is None:
+        return "jsonl"
+    return None
+
+
+def _read_frame(pandas, path, format, compression):
+    """A verified file of `format` (as the API names formats) read with pandas' own reader for it."""
+    if format == "csv":
+        return pandas.read_csv(path, compression=compression)
+    if format == "tsv":
+        return pandas.read_csv(path, sep="\t", compression=compression)
+    if format == "json":
+        return pandas.read_json(path, orient="records", compression=compression)
+    if format == "jsonl":
+        return pandas.read_json(path, lines=True, compression=compression)
+    if format == "parquet":
+        return pandas.read_parquet(path)
+    raise NoRenditionError("a %s file is not a table pandas can read" % format)
+
+
+# -- sync -------------------------------------------------------------------------------------
 
 
 def _read_manifest(directory):
@@ -328,87 +760,175 @@ def _write_manifest(directory, manifest):
     os.replace(path + ".tmp", path)
 
 
-def sync(client, directory, delete=False, on_file=None, on_bytes=None):
+def _record_of(file, format, expected):
+    """What the manifest records of a file on disk whose bytes are `expected`: the API's file, and whether
+    they are the original (rendition False, format the file's own) or a rendition the server made."""
+    rendition = _is_rendition(file, format)
+    return {"id": file["id"], "sha256": expected["sha256"], "size": expected["size"],
+            "format": format if rendition else file.get("format"), "rendition": rendition}
+
+
+def _sync_file(client, root, item, report, format, wait, final, on_bytes):
+    """One file of a delivered order: skipped (already there, when its sha256 is known), downloaded, failed,
+    or without a rendition. A rendition still being made raises RenditionPendingError unless `final`, where
+    it is a failure."""
+    order, file, name, entry = item["order"], item["file"], item["name"], item["entry"]
+    dest = _path_inside(root, order["id"], name)
+    expected = _expected_bytes(file, format)
+    known = entry["files"].get(name)
+    if expected is not None:
+        recorded = known is not None and known.get("sha256") == expected["sha256"] and _size(dest) == expected["size"]
+        if recorded or (_size(dest) >= 0 and is_verified(dest, expected)):
+            report["files"]["skipped"] += 1
+            entry["files"][name] = _record_of(file, format, expected)
+            return
+    try:
+        result = client.download(order, file, dest, on_progress=on_bytes, format=format, rendition_wait=wait)
+    except NoRenditionError as error:
+        # The order said a rendition was possible, the API says not (the file changed since).
+        _note_no_rendition(report, order, file, str(error))
+        return
+    except (VerificationError, NetworkError, DatasetAccessError, RenditionPendingError) as error:
+        if isinstance(error, RenditionPendingError) and not final:
+            raise
+        if isinstance(error, DatasetAccessError) and error.status in (401, 403):
+            raise
+        report["files"]["failed"] += 1
+        report["failures"].append({"order": order["id"], "file": file["name"], "error": str(error)})
+        return
+    report["bytes_fetched"] += result["bytes_fetched"]
+    if result["restarted"]:
+        report["files"]["repaired"] += 1
+    elif result["resumed_from"] > 0:
+        report["files"]["resumed"] += 1
+    else:
+        report["files"]["downloaded"] += 1
+    entry["files"][name] = _record_of(file, format, result)
+
+
+def _note_no_rendition(report, order, file, reason):
+    report["files"]["no_rendition"] += 1
+    report["no_rendition"].append({"order": order["id"], "file": file["name"], "reason": reason})
+
+
+def _settle_refunded(root, order, manifest, delete, refuse):
+    """A refunded order's local copy: reported, and with `delete` what this tool wrote of it removed: the
+    files the manifest records there, then the directory if nothing else is left in it."""
+    summary = {"id": str(order.get("id")), "name": order.get("name")}
+    try:
+        problem = _order_id_problem(order.get("id"))
+        if problem:
+            raise UnsafeResponseError(problem)
+        order_dir = _path_inside(root, order["id"])
+    except UnsafeResponseError as error:
+        refuse(order, None, str(error))
+        return dict(summary, action="refused")
+    if not os.path.isdir(order_dir):
+        return dict(summary, action="absent")
+    entry = manifest["orders"].get(order["id"])
+    if not delete:
+        if entry:
+            entry["status"] = "refunded"
+        return dict(summary, action="kept")
+    deleted = []
+    for name in (entry or {}).get("files", {}):
+        try:
+            if _remove_regular_file(_path_inside(root, order["id"], name)):
+                deleted.append(name)
+        except UnsafeResponseError as error:
+            refuse(order, name, str(error))
+    manifest["orders"].pop(order["id"], None)
+    left = sorted(os.listdir(order_dir))
+    if not left:
+        os.rmdir(order_dir)
+    return dict(summary, action="deleted", deleted=deleted, left=left)
+
+
+def sync(client, directory, delete=False, on_file=None, on_bytes=None, format=None):
     """Mirrors every delivered order's files into directory/<order id>/<file name>.
 
     Skips files already there and verified, resumes partial ones, removes nothing unless `delete`
-    (then refunded orders' directories), keeps a manifest. Answers the same report as the
-    TypeScript client's `sync`.
+    (then what the manifest says this tool wrote for refunded orders), keeps a manifest. With `format`
+    (parquet, csv, jsonl) each data file is fetched as that rendition (products.csv -> products.parquet),
+    verified by the rendition's own size and sha256; files with none possible are listed in the report's
+    "no_rendition", and renditions being made are come back to after the other files, waiting at most
+    the client's `rendition_wait` for each. An order or file whose id is not the API's, whose name is
+    unsafe, or whose path meets a symbolic link is skipped and listed in the report's "refused". Answers
+    the same report as the TypeScript client's `sync`.
     """
-    directory = os.path.abspath(directory)
-    os.makedirs(directory, exist_ok=True)
-    manifest = _read_manifest(directory)
+    root = _target_directory(directory)
+    manifest = _read_manifest(root)
     report = {
+        "format": format,
         "orders": 0,
         "delivered": 0,
-        "files": {"total": 0, "downloaded": 0, "resumed": 0, "repaired": 0, "skipped": 0, "failed": 0},
+        "files": {"total": 0, "downloaded": 0, "resumed": 0, "repaired": 0, "skipped": 0, "failed": 0, "refused": 0,
+                  "no_rendition": 0},
         "bytes_fetched": 0,
         "refunded": [],
         "failures": [],
+        "refused": [],
+        "no_rendition": [],
         "rate_limited_responses": 0,
     }
+
+    def refuse(order, file_name, reason):
+        report["refused"].append({"order": str(order.get("id")), "file": file_name, "reason": reason})
+
     orders = list(client.iter_orders())
     delivered = [order for order in orders if order["status"] == "delivered"]
     report["orders"], report["delivered"] = len(orders), len(delivered)
-    report["files"]["total"] = sum(len(order["files"]) for order in delivered)
+    total = report["files"]["total"] = sum(len(order["files"]) for order in delivered)
     done, last_write = 0, 0.0
+
+    def progress():
+        nonlocal done
+        done += 1
+        if on_file:
+            on_file(done, total)
+
+    items = []
     for order in delivered:
+        order_problem = _order_id_problem(order.get("id"))
+        if order_problem:
+            refuse(order, None, order_problem)
+            report["files"]["refused"] += len(order["files"])
+            for _ in order["files"]:
+                progress()
+            continue
         entry = manifest["orders"].setdefault(order["id"], {"name": order["name"], "status": order["status"], "files": {}})
         entry["status"] = order["status"]
-        for file in order["files"]:
-            dest = os.path.join(directory, order["id"], _safe_name(file["name"]))
-            known = entry["files"].get(file["name"])
-            recorded = known is not None and known.get("sha256") == file["sha256"] and _size(dest) == file["size"]
-            if recorded or (_size(dest) >= 0 and is_verified(dest, file)):
-                report["files"]["skipped"] += 1
+        for planned in _plan_directory(order["files"], format):
+            if "refused" in planned:
+                report["files"]["refused"] += 1
+                refuse(order, str(planned["file"].get("name")), planned["refused"])
+            elif "no_rendition" in planned:
+                _note_no_rendition(report, order, planned["file"], planned["no_rendition"])
             else:
-                try:
-                    result = client.download(order, file, dest, on_progress=on_bytes)
-                except (VerificationError, NetworkError) as error:
-                    report["files"]["failed"] += 1
-                    report["failures"].append({"order": order["id"], "file": file["name"], "error": str(error)})
-                    done += 1
-                    continue
-                except DatasetAccessError as error:
-                    if error.status in (401, 403):
-                        raise
-                    report["files"]["failed"] += 1
-                    report["failures"].append({"order": order["id"], "file": file["name"], "error": str(error)})
-                    done += 1
-                    continue
-                report["bytes_fetched"] += result["bytes_fetched"]
-                if result["restarted"]:
-                    report["files"]["repaired"] += 1
-                elif result["resumed_from"] > 0:
-                    report["files"]["resumed"] += 1
-                else:
-                    report["files"]["downloaded"] += 1
-            entry["files"][file["name"]] = {"id": file["id"], "sha256": file["sha256"], "size": file["size"]}
-            # At most once a second while files arrive, and at the end: a killed sync loses only
-            # entries of files that the next run finds on disk and verifies by their sha256.
-            if time.time() - last_write >= 1:
-                _write_manifest(directory, manifest)
-                last_write = time.time()
-            done += 1
-            if on_file:
-                on_file(done, report["files"]["total"])
+                items.append(dict(planned, order=order, entry=entry))
+                continue
+            progress()
+
+    def fetch_one(item, wait, final):
+        nonlocal last_write
+        try:
+            _sync_file(client, root, item, report, format, wait, final, on_bytes)
+        except UnsafeResponseError as error:
+            report["files"]["refused"] += 1
+            refuse(item["order"], item["file"]["name"], str(error))
+        # At most once a second while files arrive, and at the end: a killed sync loses only
+        # entries of files that the next run finds on disk and verifies by their sha256.
+        if time.time() - last_write >= 1:
+            _write_manifest(root, manifest)
+            last_write = time.time()
+        progress()
+
+    _deferring_pending(items, client.rendition_wait, fetch_one)
     for order in orders:
-        if order["status"] != "refunded":
-            continue
-        order_dir = os.path.join(directory, order["id"])
-        if not os.path.isdir(order_dir):
-            action = "absent"
-        elif delete:
-            shutil.rmtree(order_dir)
-            manifest["orders"].pop(order["id"], None)
-            action = "deleted"
-        else:
-            if order["id"] in manifest["orders"]:
-                manifest["orders"][order["id"]]["status"] = "refunded"
-            action = "kept"
-        report["refunded"].append({"id": order["id"], "name": order["name"], "action": action})
+        if order["status"] == "refunded":
+            report["refunded"].append(_settle_refunded(root, order, manifest, delete, refuse))
     manifest["synced_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    _write_manifest(directory, manifest)
+    _write_manifest(root, manifest)
     report["rate_limited_responses"] = client.rate_limited_responses
     return report
 
@@ -417,12 +937,121 @@ def sync(client, directory, delete=False, on_file=None, on_bytes=None):
 
 EXIT_OK, EXIT_FAILED_FILES, EXIT_USAGE, EXIT_REFUSED, EXIT_NETWORK = 0, 1, 2, 3, 4
 
+_UNPRINTABLE = re.compile(
+    "[\x00-\x1f\x7f-\x9f"  # C0, DEL and C1 control characters
+    "\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"  # invisible ones that reorder text or break lines
+    "\ud800-\udfff]"  # half a surrogate pair
+)
+_LONGEST_SHOWN = 200
+# What a wait is for, as a person reads it.
+_WAITING_FOR = {"rate_limited": "rate limited", "unavailable": "unavailable", "network": "network",
+                "pacing": "pacing", "rendition": "a rendition is being made"}
+
+
+def _escape(match):
+    code = ord(match.group())
+    return "\\x%02x" % code if code < 0x100 else "\\u%04x" % code
+
+
+def _for_terminal(value):
+    """A string from the server made safe to print on a terminal: control characters escaped (`\\x1b`,
+    `\\u202e`) so a name cannot move the cursor or recolour the screen, and very long ones cut."""
+    text = str(value)
+    escaped = _UNPRINTABLE.sub(_escape, text)
+    if len(escaped) > _LONGEST_SHOWN:
+        return "%s... (%d characters)" % (escaped[:_LONGEST_SHOWN], len(text))
+    return escaped
+
+
+def _refunded_outcome(refunded):
+    if refunded["action"] != "deleted":
+        return refunded["action"]
+    left = ", ".join(_for_terminal(name) for name in refunded["left"])
+    return "deleted %d files%s" % (len(refunded["deleted"]), left and "; left what this tool did not write: " + left)
+
+
+def _print_sync_report(report):
+    """The sync's report for a person: every server-supplied string escaped (see _for_terminal)."""
+    f = report["files"]
+    without = ", %d without a %s rendition" % (f["no_rendition"], report["format"]) if report["format"] else ""
+    print("%d delivered orders, %d files: %d downloaded, %d resumed, %d already there, %d failed, %d refused%s."
+          % (report["delivered"], f["total"], f["downloaded"], f["resumed"], f["skipped"], f["failed"], f["refused"],
+             without))
+    for refunded in report["refunded"]:
+        print("Refunded: %s (%s): %s" % (_for_terminal(refunded["id"]), _for_terminal(refunded["name"]),
+                                         _refunded_outcome(refunded)))
+    for failure in report["failures"]:
+        print("Failed: %s/%s: %s" % (_for_terminal(failure["order"]), _for_terminal(failure["file"]),
+                                     _for_terminal(failure["error"])))
+    for refusal in report["refused"]:
+        what = _for_terminal(refusal["order"])
+        if refusal["file"] is not None:
+            what += "/" + _for_terminal(refusal["file"])
+        print("Refused: %s: %s" % (what, _for_terminal(refusal["reason"])))
+    for skipped in report["no_rendition"]:
+        print("No %s rendition: %s/%s: %s" % (report["format"], _for_terminal(skipped["order"]),
+                                              _for_terminal(skipped["file"]), _for_terminal(skipped["reason"])))
+
+
+def _download_files(client, order, files, directory, format):
+    """The download command's files of one order into `directory`, in `format`: renditions being made come
+    after the rest (see _deferring_pending). Unsafe names are refused, files without a rendition listed,
+    renditions still not made after the wait failed; any other error ends the command."""
+    root = _target_directory(directory)
+    report = {"order": order["id"], "format": format, "files": [], "refused": [], "no_rendition": [], "failures": []}
+    items = []
+    for planned in _plan_directory(files, format):
+        if "refused" in planned:
+            report["refused"].append({"file": str(planned["file"].get("name")), "reason": planned["refused"]})
+        elif "no_rendition" in planned:
+            report["no_rendition"].append({"file": planned["file"]["name"], "reason": planned["no_rendition"]})
+        else:
+            items.append(planned)
+
+    def fetch_one(item, wait, final):
+        file = item["file"]
+        try:
+            dest = _path_inside(root, item["name"])
+            result = client.download(order, file, dest, format=format, rendition_wait=wait)
+            report["files"].append(dict(result, file=file["name"], path=dest))
+        except UnsafeResponseError as error:
+            report["refused"].append({"file": file["name"], "reason": str(error)})
+        except NoRenditionError as error:
+            report["no_rendition"].append({"file": file["name"], "reason": str(error)})
+        except RenditionPendingError as error:
+            if not final:
+                raise
+            report["failures"].append({"file": file["name"], "error": str(error)})
+
+    _deferring_pending(items, client.rendition_wait, fetch_one)
+    return report
+
+
+def _print_download_report(report):
+    """The download's report for a person: every server-supplied string escaped (see _for_terminal)."""
+    for done in report["files"]:
+        print("%s: %s (sha256 verified)" % (_for_terminal(done["file"]), _for_terminal(done["path"])))
+    for refused in report["refused"]:
+        print("Refused: %s: %s" % (_for_terminal(refused["file"]), _for_terminal(refused["reason"])))
+    for skipped in report["no_rendition"]:
+        print("No %s rendition: %s: %s" % (report["format"], _for_terminal(skipped["file"]),
+                                           _for_terminal(skipped["reason"])))
+    for failure in report["failures"]:
+        print("Failed: %s: %s" % (_for_terminal(failure["file"]), _for_terminal(failure["error"])))
+
+
+def _seconds(value):
+    if not value.isdigit():
+        raise argparse.ArgumentTypeError("a whole number of seconds")
+    return int(value)
+
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="dataset_access.py",
         description="Dataset Access client. Environment: DATASET_ACCESS_KEY, DATASET_ACCESS_URL.",
-        epilog="Exit codes: 0 done; 1 some files failed; 2 usage; 3 refused by the API; 4 network.",
+        epilog="Exit codes: 0 done; 1 some files failed, or were refused as unsafe, or the one FILE named has no "
+        "rendition in --format; 2 usage; 3 refused by the API; 4 network.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("orders", help="list your paid orders").add_argument("--json", action="store_true")
@@ -433,35 +1062,45 @@ def main(argv=None):
     download.add_argument("--json", action="store_true")
     mirror = commands.add_parser("sync", help="mirror every delivered order's files into --dir")
     mirror.add_argument("--dir", required=True)
-    mirror.add_argument("--delete", action="store_true", help="remove the local copies of refunded orders")
+    mirror.add_argument("--delete", action="store_true", help="remove what it wrote for refunded orders")
     mirror.add_argument("--json", action="store_true")
+    for command in (download, mirror):
+        command.add_argument("--format", choices=RENDITION_FORMATS,
+                             help="each data file as this rendition (products.csv -> products.parquet), verified by "
+                             "its sha256; a file already in it comes as it is; binary or unreadable files have none "
+                             "and are listed under no_rendition")
+        command.add_argument("--rendition-wait", type=_seconds, default=DEFAULT_RENDITION_WAIT, metavar="SECONDS",
+                             help="how long to wait for a rendition the server is still making, per file (default "
+                             "%(default)d); then that file has failed")
     args = parser.parse_args(argv)
     as_json = args.json or not sys.stdout.isatty()
     try:
-        client = Client(on_wait=None if as_json else lambda reason, s: s >= 1 and print(
-            "(waiting %d s: %s)" % (s, reason.replace("_", " ")), file=sys.stderr))
+        client = Client(rendition_wait=getattr(args, "rendition_wait", DEFAULT_RENDITION_WAIT),
+                        on_wait=None if as_json else lambda reason, s: s >= 1 and print(
+                            "(waiting %d s: %s)" % (s, _WAITING_FOR[reason]), file=sys.stderr))
         if args.command == "orders":
             orders = list(client.iter_orders())
             if as_json:
                 print(json.dumps(orders, indent=2))
             else:
                 for order in orders:
-                    print("%s  %-10s  %4d files  %s" % (order["id"], order["status"], len(order["files"]), order["name"]))
+                    print("%s  %-10s  %4d files  %s" % (_for_terminal(order["id"]), _for_terminal(order["status"]),
+                                                        len(order["files"]), _for_terminal(order["name"])))
             return EXIT_OK
         if args.command == "download":
             order = client.get_order(args.order)
             files = [f for f in order["files"] if not args.file or args.file in (f["id"], f["name"])]
             if not files:
-                print("Order %s has no file %s." % (order["id"], args.file), file=sys.stderr)
+                print("Order %s has no file %s." % (_for_terminal(order["id"]), args.file), file=sys.stderr)
                 return EXIT_USAGE
-            results = []
-            for file in files:
-                dest = os.path.join(args.dir, _safe_name(file["name"]))
-                result = client.download(order, file, dest)
-                results.append(dict(result, file=file["name"], path=dest))
-            print(json.dumps({"order": order["id"], "files": results}, indent=2) if as_json else "\n".join(
-                "%s: %s (sha256 verified)" % (r["file"], r["path"]) for r in results))
-            return EXIT_OK
+            report = _download_files(client, order, files, args.dir, args.format)
+            if as_json:
+                print(json.dumps(report, indent=2))
+            else:
+                _print_download_report(report)
+            # Every file of an order in a format: one that has none is no failure. The one file named is.
+            missing = bool(args.file) and bool(report["no_rendition"])
+            return EXIT_FAILED_FILES if report["refused"] or report["failures"] or missing else EXIT_OK
         progress = None
         if not as_json and sys.stderr.isatty():
             def progress(done, total):
@@ -469,26 +1108,24 @@ def main(argv=None):
                 sys.stderr.write("\r[%s%s] %d/%d files" % ("#" * filled, "-" * (30 - filled), done, total))
                 if done == total:
                     sys.stderr.write("\n")
-        report = sync(client, args.dir, delete=args.delete, on_file=progress)
+        report = sync(client, args.dir, delete=args.delete, on_file=progress, format=args.format)
         if as_json:
             print(json.dumps(report, indent=2))
         else:
-            f = report["files"]
-            print("%d delivered orders, %d files: %d downloaded, %d resumed, %d already there, %d failed."
-                  % (report["delivered"], f["total"], f["downloaded"], f["resumed"], f["skipped"], f["failed"]))
-        return EXIT_FAILED_FILES if report["files"]["failed"] else EXIT_OK
+            _print_sync_report(report)
+        return EXIT_FAILED_FILES if report["files"]["failed"] or report["refused"] else EXIT_OK
     except ValueError as error:
         print(error, file=sys.stderr)
         return EXIT_USAGE
     except DatasetAccessError as error:
-        print("The API refused: %s: %s%s" % (error.code, error.detail,
-              " (request %s)" % error.request_id if error.request_id else ""), file=sys.stderr)
+        print("The API refused: %s: %s%s" % (_for_terminal(error.code), _for_terminal(error.detail),
+              " (request %s)" % _for_terminal(error.request_id) if error.request_id else ""), file=sys.stderr)
         return EXIT_REFUSED
     except NetworkError as error:
-        print("Network: %s" % error, file=sys.stderr)
+        print("Network: %s" % _for_terminal(error), file=sys.stderr)
         return EXIT_NETWORK
     except VerificationError as error:
-        print(error, file=sys.stderr)
+        print(_for_terminal(error), file=sys.stderr)
         return EXIT_FAILED_FILES
 
 

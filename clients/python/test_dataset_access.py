@@ -3,11 +3,13 @@
 The tests against the server need DATASET_ACCESS_URL, DATASET_ACCESS_KEY and DATASET_ACCESS_TEST_EXPECT
 (what the account holds, as JSON): tests/clients/python-client.test.ts starts the production server on
 a real PostgreSQL, loads the account and runs `python3 -m unittest` with them. The retry tests use a
-small local stub server and need nothing.
+small local stub server and need nothing. The read_pandas tests need pandas (apt-get install
+python3-pandas); one runs the interpreter EXPECT names as lacking it.
 """
 
 import hashlib
 import http.server
+import importlib.util
 import json
 import os
 import shutil
@@ -21,6 +23,11 @@ import dataset_access
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXPECT = json.loads(os.environ.get("DATASET_ACCESS_TEST_EXPECT") or "null")
+HAS_PANDAS = importlib.util.find_spec("pandas") is not None
+HAS_PYARROW = importlib.util.find_spec("pyarrow") is not None
+# The data order's products (tests/datasets/helpers.ts): 250 rows, every tenth note null.
+PRODUCT_COLUMNS = ["id", "name", "price", "listed_at", "note"]
+PRODUCT_ROWS = 250
 
 
 def sha256_of(path):
@@ -83,9 +90,34 @@ class AgainstTheServer(unittest.TestCase):
         kept = dataset_access.sync(self.client, self.dir)
         self.assertIn({"id": EXPECT["refunded_id"], "name": "refunded", "action": "kept"}, kept["refunded"])
         self.assertTrue(os.path.exists(os.path.join(refunded, "earlier.csv")))
+        # --delete removes what the manifest says a sync wrote (earlier.csv, recorded while the order
+        # was delivered), and leaves a file it did not write, with the directory.
+        manifest_path = os.path.join(self.dir, dataset_access.MANIFEST_NAME)
+        with open(manifest_path) as handle:
+            manifest = json.load(handle)
+        digest = hashlib.sha256(b"from an earlier sync\n").hexdigest()
+        manifest["orders"][EXPECT["refunded_id"]] = {
+            "name": "refunded",
+            "status": "refunded",
+            "files": {"earlier.csv": {"id": "fil_" + "0" * 32, "sha256": digest, "size": 21}},
+        }
+        with open(manifest_path, "w") as handle:
+            json.dump(manifest, handle)
+        with open(os.path.join(refunded, "mine.txt"), "w") as handle:
+            handle.write("not written by the sync\n")
         deleted = dataset_access.sync(self.client, self.dir, delete=True)
-        self.assertIn({"id": EXPECT["refunded_id"], "name": "refunded", "action": "deleted"}, deleted["refunded"])
-        self.assertFalse(os.path.exists(refunded))
+        self.assertIn(
+            {
+                "id": EXPECT["refunded_id"],
+                "name": "refunded",
+                "action": "deleted",
+                "deleted": ["earlier.csv"],
+                "left": ["mine.txt"],
+            },
+            deleted["refunded"],
+        )
+        self.assertEqual(os.listdir(refunded), ["mine.txt"])
+        self.assertEqual(deleted["refused"], [])
 
     def test_refusals_are_typed_with_code_and_request_id(self):
         client = dataset_access.Client(api_key="dak_" + "A" * 32)
@@ -108,6 +140,131 @@ class AgainstTheServer(unittest.TestCase):
             [sys.executable, os.path.join(HERE, "dataset_access.py"), "sync"], capture_output=True, text=True
         )
         self.assertEqual(usage.returncode, 2)
+
+
+@unittest.skipIf(EXPECT is None, "no server: run through tests/clients/python-client.test.ts")
+class FormatsAgainstTheServer(unittest.TestCase):
+    """An order of products.csv, listings.json, catalog.parquet, archive.bin and ragged.csv (unreadable),
+    profiled by the server's worker before the suite starts (Parquet renditions ready)."""
+
+    def setUp(self):
+        self.waits = []
+        self.client = dataset_access.Client(api_key=EXPECT["formats"]["key"],
+                                            on_wait=lambda reason, seconds: self.waits.append(reason))
+        self.order_id = EXPECT["formats"]["order_id"]
+        self.dir = tempfile.mkdtemp(prefix="dataset-access-py-")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def api_files(self):
+        return {file["name"]: file for file in self.client.get_order(self.order_id)["files"]}
+
+    def test_sync_as_parquet_verifies_each_rendition_by_its_sha256_and_reports_the_binary_file(self):
+        report = dataset_access.sync(self.client, self.dir, format="parquet")
+        self.assertEqual(report["format"], "parquet")
+        self.assertEqual({k: report["files"][k] for k in ("total", "downloaded", "failed", "refused", "no_rendition")},
+                         {"total": 5, "downloaded": 3, "failed": 0, "refused": 0, "no_rendition": 2})
+        self.assertEqual([(each["file"], each["order"]) for each in report["no_rendition"]],
+                         [("archive.bin", self.order_id), ("ragged.csv", self.order_id)])
+        self.assertIn("binary", report["no_rendition"][0]["reason"])
+        self.assertTrue(report["no_rendition"][1]["reason"].startswith("its data could not be read: "))
+        files = self.api_files()
+        parquet = {f["format"]: f for f in files["products.csv"]["renditions"]}["parquet"]
+        local = os.path.join(self.dir, self.order_id)
+        self.assertEqual(sorted(os.listdir(local)), ["catalog.parquet", "listings.parquet", "products.parquet"])
+        self.assertEqual(sha256_of(os.path.join(local, "products.parquet")), parquet["sha256"])
+        listings = {f["format"]: f for f in files["listings.json"]["renditions"]}["parquet"]
+        self.assertEqual(sha256_of(os.path.join(local, "listings.parquet")), listings["sha256"])
+        self.assertEqual(sha256_of(os.path.join(local, "catalog.parquet")), files["catalog.parquet"]["sha256"])
+        with open(os.path.join(self.dir, dataset_access.MANIFEST_NAME)) as handle:
+            recorded = json.load(handle)["orders"][self.order_id]["files"]
+        self.assertEqual(recorded["products.parquet"], {"id": files["products.csv"]["id"], "sha256": parquet["sha256"],
+                                                        "size": parquet["size"], "format": "parquet",
+                                                        "rendition": True})
+        self.assertEqual((recorded["catalog.parquet"]["format"], recorded["catalog.parquet"]["rendition"]),
+                         ("parquet", False))
+        again = dataset_access.sync(self.client, self.dir, format="parquet")
+        self.assertEqual((again["files"]["skipped"], again["bytes_fetched"]), (3, 0))
+
+        run = subprocess.run(
+            [sys.executable, os.path.join(HERE, "dataset_access.py"), "sync", "--dir", self.dir, "--format", "parquet",
+             "--json"],
+            capture_output=True, text=True, check=False,
+            env=dict(os.environ, DATASET_ACCESS_KEY=EXPECT["formats"]["key"]),
+        )
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(json.loads(run.stdout)["files"]["skipped"], 3)
+
+    def test_download_waits_while_the_rendition_is_made_then_verifies_it(self):
+        self.assertNotIn("jsonl", [r["format"] for r in self.api_files()["products.csv"]["renditions"]])
+        dest = os.path.join(self.dir, "products.jsonl")
+        result = self.client.download(self.order_id, "products.csv", dest, format="jsonl")
+        self.assertIn("rendition", self.waits)  # a 202 first: CSV and JSON Lines are made on first request
+        made = {r["format"]: r for r in self.api_files()["products.csv"]["renditions"]}["jsonl"]
+        self.assertEqual((result["format"], result["rendition"], result["sha256"]), ("jsonl", True, made["sha256"]))
+        self.assertEqual(sha256_of(dest), made["sha256"])
+        with open(dest) as handle:
+            lines = handle.read().splitlines()
+        self.assertEqual(len(lines), PRODUCT_ROWS)
+        self.assertEqual(json.loads(lines[0])["name"], 'Product 1, "deluxe"')
+
+
+@unittest.skipIf(EXPECT is None, "no server: run through tests/clients/python-client.test.ts")
+@unittest.skipUnless(HAS_PANDAS, "pandas is not installed: apt-get install python3-pandas")
+class ReadPandas(unittest.TestCase):
+    def setUp(self):
+        self.client = dataset_access.Client(api_key=EXPECT["formats"]["key"])
+        self.order_id = EXPECT["formats"]["order_id"]
+
+    def assert_products(self, frame):
+        self.assertEqual(list(frame.columns), PRODUCT_COLUMNS)
+        self.assertEqual(len(frame), PRODUCT_ROWS)
+        self.assertEqual(frame["name"][0], 'Product 1, "deluxe"')
+        self.assertEqual(frame["price"][1], 2.5)
+        self.assertEqual(int(frame["note"].isna().sum()), PRODUCT_ROWS // 10)
+
+    def test_reads_csv_and_json_originals(self):
+        for name in ("products.csv", "listings.json"):
+            with self.subTest(name):
+                self.assert_products(self.client.read_pandas(self.order_id, name))
+
+    def test_reads_parquet_through_a_rendition_pandas_can_read(self):
+        # Without pyarrow the JSON Lines rendition (pandas turns *_at columns into timestamps), else the original.
+        frame = self.client.read_pandas(self.order_id, "catalog.parquet")
+        self.assert_products(frame)
+        self.assertTrue(str(frame["listed_at"].dtype).startswith("datetime64"))
+        self.assert_products(self.client.read_pandas(self.order_id, "listings.json", format="csv"))
+        if HAS_PYARROW:
+            self.assert_products(self.client.read_pandas(self.order_id, "products.csv", format="parquet"))
+        else:
+            with self.assertRaises(ImportError) as raised:
+                self.client.read_pandas(self.order_id, "products.csv", format="parquet")
+            self.assertIn("pip install pyarrow", str(raised.exception))
+
+    def test_a_binary_file_is_no_table(self):
+        with self.assertRaises(dataset_access.NoRenditionError):
+            self.client.read_pandas(self.order_id, "archive.bin")
+
+    def test_without_pandas_it_names_what_to_install_and_the_rest_still_works(self):
+        script = (
+            "import importlib.util, json, os, dataset_access\n"
+            "assert importlib.util.find_spec('pandas') is None, 'this interpreter has pandas'\n"
+            "client = dataset_access.Client(api_key=os.environ['FORMATS_KEY'])\n"
+            "orders = [order['id'] for order in client.iter_orders()]\n"
+            "try:\n"
+            "    client.read_pandas(orders[0], 'products.csv')\n"
+            "except ImportError as error:\n"
+            "    print(json.dumps({'orders': orders, 'message': str(error), 'name': error.name}))\n"
+        )
+        run = subprocess.run(EXPECT["python_without_pandas"] + ["-c", script], cwd=HERE, capture_output=True, text=True,
+                             env=dict(os.environ, FORMATS_KEY=EXPECT["formats"]["key"]), check=False)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        answer = json.loads(run.stdout)
+        self.assertEqual(answer["orders"], [self.order_id])
+        self.assertEqual(answer["name"], "pandas")
+        self.assertIn("apt-get install python3-pandas", answer["message"])
+        self.assertIn("pip install pandas", answer["message"])
 
 
 class Stub(http.server.BaseHTTPRequestHandler):
@@ -169,6 +326,18 @@ class Retries(unittest.TestCase):
         self.assertEqual((raised.exception.code, raised.exception.request_id), ("invalid_request", "r2"))
         self.assertEqual(len(Stub.seen), 1)
         self.assertEqual(self.waits, [])
+
+    @unittest.skipUnless(HAS_PANDAS, "pandas is not installed: apt-get install python3-pandas")
+    def test_read_pandas_reads_nothing_that_fails_its_sha256(self):
+        content = b"a,b\n1,2\n"
+        file = {"id": "fil_" + "1" * 32, "name": "t.csv", "size": len(content), "sha256": "0" * 64, "format": "csv",
+                "compression": None, "renditions": []}
+        order = {"id": "ord_" + "1" * 32, "files": [file]}
+        link = "http://127.0.0.1:%d/blob" % self.server.server_address[1]
+        Stub.script = [(302, {"Location": link}, b""), (200, {}, content)]
+        with self.assertRaises(dataset_access.VerificationError):
+            self.client.read_pandas(order, file)
+        self.assertEqual(Stub.seen, ["/api/v1/orders/%s/files/%s" % (order["id"], file["id"]), "/blob"])
 
     def test_paces_itself_when_the_limit_is_used_up(self):
         Stub.script = [self.page({"RateLimit": '"datasets";r=0;t=9'}), self.page()]

@@ -1,26 +1,55 @@
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { promises as fs } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { datasetJobsDone, mixedFiles } from "../datasets/helpers";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";
 import { startServer, type TestServer } from "../helpers/server";
 
 /**
- * clients/python/dataset_access.py, tested by its own unittest suite (run with the machine's
- * python3) against the production server on a real PostgreSQL: this loads the account it expects.
+ * clients/python/dataset_access.py, tested by its own unittest suite against the production server
+ * (and its job worker, which profiles data files) on a real PostgreSQL: this loads the accounts it
+ * expects. The suite runs with a python3 that has pandas (apt-get install python3-pandas), and its
+ * read_pandas test of the message for a missing pandas runs one that has not.
  */
 let env: TestEnvironment;
 let server: TestServer;
 let expectations: Record<string, unknown>;
 let key: string;
+let workDir: string;
+let python: { withPandas: string; withoutPandas: string[] };
 
 const sha256 = (data: Buffer) => createHash("sha256").update(data).digest("hex");
 
+const hasPandas = (argv: string[]) =>
+  promisify(execFile)(argv[0]!, [...argv.slice(1), "-c", "import pandas"]).then(
+    () => true,
+    () => false,
+  );
+
+/**
+ * A python3 with pandas, and a Python 3 without: the first of the machine's python3 that lacks it
+ * (another installation), else the same one with `-S`: no site-packages, where pandas is installed.
+ */
+async function pythons(): Promise<typeof python> {
+  const candidates = ["python3", "/usr/bin/python3"];
+  const found = await Promise.all(candidates.map((candidate) => hasPandas([candidate])));
+  const withPandas = candidates[found.indexOf(true)];
+  if (!withPandas) throw new Error("No python3 with pandas here: apt-get install -y python3-pandas");
+  const without = candidates[found.indexOf(false)];
+  const withoutPandas = without ? [without] : [withPandas, "-S"];
+  if (await hasPandas(withoutPandas)) throw new Error(`${withoutPandas.join(" ")} has pandas too`);
+  return { withPandas, withoutPandas };
+}
+
 beforeAll(async () => {
   env = await createTestEnvironment("py_client");
+  workDir = await fs.mkdtemp(path.join(os.tmpdir(), "py-client-"));
+  python = await pythons();
   const account = await buyer("python-client");
   key = (await apiKey(account.id)).secret;
   const big = Buffer.from(Uint8Array.from({ length: 3 * 1024 * 1024 }, (_, i) => (i * 7 + (i >> 10)) & 0xff));
@@ -42,22 +71,34 @@ beforeAll(async () => {
   });
   const unfinished = await order(account.id, { name: "unfinished", status: "unfinished" });
   ids.push(refunded.id, unfinished.id);
+  // A second account with one order of data files, for --format and read_pandas.
+  const dataAccount = await buyer("python-formats");
+  const data = await order(dataAccount.id, { name: "data", files: await mixedFiles(workDir) });
   expectations = {
     order_ids: ids,
     delivered,
     big: [Object.keys(delivered)[1], "big.bin"],
     refunded_id: refunded.id,
+    formats: { key: (await apiKey(dataAccount.id)).secret, order_id: data.id },
+    python_without_pandas: python.withoutPandas,
   };
   server = await startServer({
     databaseUrl: env.database.url,
     storageDir: env.storageDir,
-    env: { REDIS_URL: "", RATE_LIMIT_EXEMPT_BUYERS: account.id },
+    env: {
+      REDIS_URL: "",
+      RATE_LIMIT_EXEMPT_BUYERS: `${account.id},${dataAccount.id}`,
+      DATASET_TEMP_DIR: path.join(workDir, "engine"),
+    },
   });
-}, 120_000);
+  // The worker profiles every data file and makes its Parquet rendition.
+  await datasetJobsDone();
+}, 300_000);
 
 afterAll(async () => {
   await server?.stop();
   await env?.cleanup();
+  if (workDir) await fs.rm(workDir, { recursive: true, force: true });
 });
 
 it("is served by the server for download, as the getting-started page says", async () => {
@@ -68,7 +109,7 @@ it("is served by the server for download, as the getting-started page says", asy
 });
 
 it("passes its unittest suite against the server", { timeout: 180_000 }, async () => {
-  const run = await promisify(execFile)("python3", ["-m", "unittest", "-v", "test_dataset_access"], {
+  const run = await promisify(execFile)(python.withPandas, ["-m", "unittest", "-v", "test_dataset_access"], {
     cwd: path.resolve("clients/python"),
     env: {
       ...process.env,
@@ -80,6 +121,6 @@ it("passes its unittest suite against the server", { timeout: 180_000 }, async (
   const output = `${run.stdout}\n${run.stderr}`;
   expect("failed" in run, output).toBe(false);
   // Every test ran (none skipped for want of a server).
-  expect(output).toMatch(/Ran 9 tests/);
+  expect(output).toMatch(/Ran 16 tests/);
   expect(output).not.toMatch(/skipped/);
 });

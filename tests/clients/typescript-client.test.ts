@@ -196,8 +196,11 @@ describe("dataset-access sync", () => {
     const kept = await runCli(["sync", "--dir", dir, "--json"], cliEnv(accounts.paced.key));
     expect(JSON.parse(kept.stdout).refunded).toEqual([{ id: orderDir, name: "paced", action: "kept" }]);
     expect((await fs.readdir(path.join(dir, orderDir!))).length).toBe(65);
+    // --delete removes the 65 files the manifest says the sync wrote, then the directory, empty now.
     const deleted = await runCli(["sync", "--dir", dir, "--delete", "--json"], cliEnv(accounts.paced.key));
-    expect(JSON.parse(deleted.stdout).refunded).toEqual([{ id: orderDir, name: "paced", action: "deleted" }]);
+    const [refunded] = JSON.parse(deleted.stdout).refunded;
+    expect(refunded).toMatchObject({ id: orderDir, name: "paced", action: "deleted", left: [] });
+    expect(refunded.deleted).toHaveLength(65);
     await expect(fs.stat(path.join(dir, orderDir!))).rejects.toThrow();
   });
 

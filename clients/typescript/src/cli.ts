@@ -1,9 +1,25 @@
 #!/usr/bin/env node
-import path from "node:path";
 import { parseArgs } from "node:util";
-import { createClient, type DatasetAccessClient } from "./client.js";
-import { DatasetAccessError, NetworkError, VerificationError } from "./errors.js";
-import { sync } from "./sync.js";
+import { createClient, type DatasetAccessClient, type FileDownload, type Order } from "./client.js";
+import {
+  DatasetAccessError,
+  NetworkError,
+  NoRenditionError,
+  RenditionPendingError,
+  UnsafeResponseError,
+  VerificationError,
+} from "./errors.js";
+import {
+  deferringPending,
+  planDirectory,
+  RENDITION_FORMATS,
+  type PlannedFile,
+  type RenditionFormat,
+} from "./formats.js";
+import type { WaitReason } from "./http.js";
+import { pathInside, targetDirectory } from "./paths.js";
+import { sync, type RefundedOrder, type SyncReport } from "./sync.js";
+import { forTerminal } from "./terminal.js";
 
 /** Exit codes, as the README documents them. */
 export const EXIT = { ok: 0, failedFiles: 1, usage: 2, refused: 3, network: 4 } as const;
@@ -16,15 +32,30 @@ Commands:
   sync --dir D                mirror every delivered order's files into D/<order id>/<file name>
 
 Options:
-  --dir D        where files go (download: default ., sync: required)
-  --delete       sync: remove the local copies of refunded orders
-  --json         print a JSON report on stdout (the default when stdout is not a terminal)
-  -h, --help     this help
+  --dir D               where files go (download: default ., sync: required)
+  --format F            each data file as parquet, csv or jsonl (products.csv -> products.parquet),
+                        verified by that rendition's sha256; a file already in F comes as it is;
+                        binary or unreadable files have none and are listed under no_rendition
+  --rendition-wait S    how long to wait for a rendition the server is still making, per file
+                        (default 600 seconds); then that file has failed
+  --delete              sync: remove the local copies of refunded orders
+  --json                print a JSON report on stdout (the default when stdout is not a terminal)
+  -h, --help            this help
 
 Environment: DATASET_ACCESS_KEY (an API key with datasets:read), DATASET_ACCESS_URL (the server).
-Exit codes: 0 done; 1 some files failed (see the report); 2 usage; 3 refused by the API; 4 network.`;
+Exit codes: 0 done; 1 some files failed, or were refused as unsafe (see the report), or the one
+FILE named has no rendition in F; 2 usage; 3 refused by the API; 4 network.`;
 
 class UsageError extends Error {}
+
+/** What a wait is for, as a person reads it. */
+const WAITING_FOR: Record<WaitReason, string> = {
+  rate_limited: "rate limited",
+  unavailable: "unavailable",
+  network: "network",
+  pacing: "pacing",
+  rendition: "a rendition is being made",
+};
 
 function progressBar(stream: NodeJS.WriteStream) {
   let bytes = 0;
@@ -45,12 +76,128 @@ function progressBar(stream: NodeJS.WriteStream) {
   };
 }
 
+function refundedOutcome(refunded: RefundedOrder): string {
+  if (refunded.action !== "deleted") return refunded.action;
+  const left = refunded.left.map(forTerminal).join(", ");
+  return `deleted ${refunded.deleted.length} files${left ? `; left what this tool did not write: ${left}` : ""}`;
+}
+
+/** The sync's report for a person: every server-supplied string escaped (see forTerminal). */
+function printSyncReport(report: SyncReport): void {
+  const { files } = report;
+  const withoutRendition = report.format ? `, ${files.no_rendition} without a ${report.format} rendition` : "";
+  console.log(
+    `${report.delivered} delivered orders, ${files.total} files: ${files.downloaded} downloaded, ${files.resumed} resumed, ${files.skipped} already there, ${files.failed} failed, ${files.refused} refused${withoutRendition}.`,
+  );
+  for (const refunded of report.refunded)
+    console.log(`Refunded: ${forTerminal(refunded.id)} (${forTerminal(refunded.name)}): ${refundedOutcome(refunded)}`);
+  for (const failure of report.failures)
+    console.log(`Failed: ${forTerminal(failure.order)}/${forTerminal(failure.file)}: ${forTerminal(failure.error)}`);
+  for (const refusal of report.refused) {
+    const what =
+      refusal.file === null ? forTerminal(refusal.order) : `${forTerminal(refusal.order)}/${forTerminal(refusal.file)}`;
+    console.log(`Refused: ${what}: ${forTerminal(refusal.reason)}`);
+  }
+  for (const skipped of report.no_rendition) {
+    console.log(
+      `No ${report.format} rendition: ${forTerminal(skipped.order)}/${forTerminal(skipped.file)}: ${forTerminal(skipped.reason)}`,
+    );
+  }
+}
+
+function formatOption(value: string | undefined): RenditionFormat | undefined {
+  if (value === undefined) return undefined;
+  if (!(RENDITION_FORMATS as readonly string[]).includes(value))
+    throw new UsageError(`--format must be one of ${RENDITION_FORMATS.join(", ")}.`);
+  return value as RenditionFormat;
+}
+
+function secondsOption(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value)) throw new UsageError("--rendition-wait must be a whole number of seconds.");
+  return Number(value) * 1000;
+}
+
+type DownloadReport = {
+  order: string;
+  format: RenditionFormat | null;
+  files: { file: string; path: string; format: string; sha256: string; bytes_fetched: number; resumed_from: number }[];
+  refused: { file: string; reason: string }[];
+  no_rendition: { file: string; reason: string }[];
+  failures: { file: string; error: string }[];
+};
+
+/**
+ * The download command's files of one order into `dir`, in `format`: renditions being made come
+ * after the rest (see deferringPending). Unsafe names are refused, files without a rendition listed,
+ * renditions still not made after the wait failed; any other error ends the command.
+ */
+async function downloadFiles(
+  client: DatasetAccessClient,
+  order: Order,
+  planned: PlannedFile[],
+  dir: string,
+  format: RenditionFormat | undefined,
+  json: boolean,
+): Promise<DownloadReport> {
+  const report: DownloadReport = {
+    order: order.id,
+    format: format ?? null,
+    files: [],
+    refused: [],
+    no_rendition: [],
+    failures: [],
+  };
+  const refuse = (file: string, reason: string) => {
+    report.refused.push({ file, reason });
+    if (!json) console.error(`Refused: ${forTerminal(file)}: ${forTerminal(reason)}`);
+  };
+  const noRendition = (file: string, reason: string) => {
+    report.no_rendition.push({ file, reason });
+    if (!json) console.error(`No ${format} rendition: ${forTerminal(file)}: ${forTerminal(reason)}`);
+  };
+  const done = (file: string, result: FileDownload) => {
+    report.files.push({
+      file,
+      path: result.path,
+      format: result.format,
+      sha256: result.sha256,
+      bytes_fetched: result.bytesFetched,
+      resumed_from: result.resumedFrom,
+    });
+    if (!json) console.error(`${forTerminal(file)}: ${forTerminal(result.path)} (sha256 verified)`);
+  };
+  for (const { file, refused, noRendition: reason } of planned) {
+    if (refused) refuse(String(file.name), refused);
+    else if (reason) noRendition(file.name, reason);
+  }
+  const wanted = planned.filter(({ refused, noRendition: reason }) => !refused && !reason);
+  await deferringPending(wanted, client.renditionWaitMs, async ({ file, name }, wait) => {
+    try {
+      done(
+        file.name,
+        await client.files.download(order, file, await pathInside(dir, name), { format, renditionWaitMs: wait.ms }),
+      );
+    } catch (error) {
+      if (error instanceof UnsafeResponseError) refuse(file.name, error.message);
+      else if (error instanceof NoRenditionError) noRendition(file.name, error.message);
+      else if (error instanceof RenditionPendingError && wait.final) {
+        report.failures.push({ file: file.name, error: error.message });
+        if (!json) console.error(`Failed: ${forTerminal(file.name)}: ${forTerminal(error.message)}`);
+      } else throw error;
+    }
+  });
+  return report;
+}
+
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
     options: {
       dir: { type: "string" },
+      format: { type: "string" },
+      "rendition-wait": { type: "string" },
       delete: { type: "boolean", default: false },
       json: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
@@ -62,10 +209,11 @@ async function main(argv: string[]): Promise<number> {
     return values.help ? EXIT.ok : EXIT.usage;
   }
   const json = values.json || !process.stdout.isTTY;
+  const format = formatOption(values.format);
   const client: DatasetAccessClient = createClient({
+    renditionWaitMs: secondsOption(values["rendition-wait"]),
     onWait: ({ reason, ms }) => {
-      if (!json && ms >= 1000)
-        process.stderr.write(`\n(waiting ${Math.round(ms / 1000)} s: ${reason.replace("_", " ")})\n`);
+      if (!json && ms >= 1000) process.stderr.write(`\n(waiting ${Math.round(ms / 1000)} s: ${WAITING_FOR[reason]})\n`);
     },
   });
 
@@ -77,7 +225,7 @@ async function main(argv: string[]): Promise<number> {
       else
         for (const order of orders) {
           console.log(
-            `${order.id}  ${order.status.padEnd(10)}  ${String(order.files.length).padStart(4)} files  ${order.name}`,
+            `${forTerminal(order.id)}  ${forTerminal(order.status).padEnd(10)}  ${String(order.files.length).padStart(4)} files  ${forTerminal(order.name)}`,
           );
         }
       return EXIT.ok;
@@ -87,21 +235,13 @@ async function main(argv: string[]): Promise<number> {
       if (!orderId) throw new UsageError("download needs an order id.");
       const order = await client.orders.get(orderId);
       const files = fileRef ? order.files.filter((file) => file.id === fileRef || file.name === fileRef) : order.files;
-      if (files.length === 0) throw new UsageError(`Order ${order.id} has no file ${fileRef}.`);
-      const dir = path.resolve(values.dir ?? ".");
-      const results = [];
-      for (const file of files) {
-        const result = await client.files.download(order, file, path.join(dir, path.basename(file.name)));
-        results.push({
-          file: file.name,
-          path: result.path,
-          bytes_fetched: result.bytesFetched,
-          resumed_from: result.resumedFrom,
-        });
-        if (!json) console.error(`${file.name}: ${result.path} (sha256 verified)`);
-      }
-      if (json) console.log(JSON.stringify({ order: order.id, files: results }, null, 2));
-      return EXIT.ok;
+      if (files.length === 0) throw new UsageError(`Order ${forTerminal(order.id)} has no file ${fileRef}.`);
+      const dir = await targetDirectory(values.dir ?? ".");
+      const report = await downloadFiles(client, order, planDirectory(files, format), dir, format, json);
+      if (json) console.log(JSON.stringify(report, null, 2));
+      // Every file of an order in a format: one that has none is no failure. The one file named is.
+      const missing = Boolean(fileRef) && report.no_rendition.length > 0;
+      return report.refused.length > 0 || report.failures.length > 0 || missing ? EXIT.failedFiles : EXIT.ok;
     }
     case "sync": {
       if (!values.dir) throw new UsageError("sync needs --dir D.");
@@ -109,21 +249,13 @@ async function main(argv: string[]): Promise<number> {
       const report = await sync(client, {
         dir: values.dir,
         delete: values.delete,
+        format,
         onBytes: bar?.bytes,
         onFile: bar?.file,
       });
       if (json) console.log(JSON.stringify(report, null, 2));
-      else {
-        const { files } = report;
-        console.log(
-          `${report.delivered} delivered orders, ${files.total} files: ${files.downloaded} downloaded, ${files.resumed} resumed, ${files.skipped} already there, ${files.failed} failed.`,
-        );
-        for (const refunded of report.refunded)
-          console.log(`Refunded: ${refunded.id} (${refunded.name}): ${refunded.action}`);
-        for (const failure of report.failures)
-          console.log(`Failed: ${failure.order}/${failure.file}: ${failure.error}`);
-      }
-      return report.files.failed > 0 ? EXIT.failedFiles : EXIT.ok;
+      else printSyncReport(report);
+      return report.files.failed > 0 || report.refused.length > 0 ? EXIT.failedFiles : EXIT.ok;
     }
     default:
       throw new UsageError(`Unknown command "${command}".`);
@@ -143,16 +275,16 @@ main(process.argv.slice(2)).then(
     }
     if (error instanceof DatasetAccessError) {
       console.error(
-        `The API refused: ${error.code}: ${error.detail}${error.requestId ? ` (request ${error.requestId})` : ""}`,
+        `The API refused: ${forTerminal(error.code)}: ${forTerminal(error.detail)}${error.requestId ? ` (request ${forTerminal(error.requestId)})` : ""}`,
       );
       process.exit(EXIT.refused);
     }
     if (error instanceof NetworkError) {
-      console.error(`Network: ${error.message}`);
+      console.error(`Network: ${forTerminal(error.message)}`);
       process.exit(EXIT.network);
     }
     if (error instanceof VerificationError) {
-      console.error(error.message);
+      console.error(forTerminal(error.message));
       process.exit(EXIT.failedFiles);
     }
     console.error(error);

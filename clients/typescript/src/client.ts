@@ -1,9 +1,17 @@
 import createFetchClient from "openapi-fetch";
 import path from "node:path";
-import { downloadVerified, type DownloadResult } from "./download.js";
-import { DatasetAccessError } from "./errors.js";
+import { downloadVerified, type DownloadResult, type ExpectedFile } from "./download.js";
+import {
+  DatasetAccessError,
+  NoRenditionError,
+  RenditionPendingError,
+  UnsafeResponseError,
+  VerificationError,
+} from "./errors.js";
+import { isRendition, localName, noRenditionReason, readyRendition, type RenditionFormat } from "./formats.js";
 import type { components, paths } from "./generated/api.js";
-import { problemError, Transport, type RetryOptions } from "./http.js";
+import { defaultSleep, problemError, retryAfterMs, Transport, type RetryOptions } from "./http.js";
+import { pathInside, targetDirectory } from "./paths.js";
 
 export type Order = components["schemas"]["Order"];
 export type OrderFile = components["schemas"]["File"];
@@ -15,6 +23,26 @@ export type ClientOptions = RetryOptions & {
   apiKey?: string;
   /** The fetch to use (default: the global one). */
   fetch?: typeof fetch;
+  /**
+   * How long a download waits in all for a rendition the server is making (its 202 answers), in
+   * ms, before giving up on that file. Default: 10 minutes.
+   */
+  renditionWaitMs?: number;
+};
+
+export const DEFAULT_RENDITION_WAIT_MS = 10 * 60_000;
+
+/** Waits between asking again for a rendition being made: the server's Retry-After, at least 1 s (5 s without one). */
+const renditionRetryMs = (header: string | null) => Math.max(1000, retryAfterMs(header) ?? 5000);
+
+export type FileDownload = DownloadResult & {
+  path: string;
+  /** The format of the bytes written: the file's own, or the rendition's. */
+  format: OrderFile["format"];
+  /** Whether they are a rendition the server made, verified by its own size and sha256. */
+  rendition: boolean;
+  size: number;
+  sha256: string;
 };
 
 export type DatasetAccessClient = ReturnType<typeof createClient>;
@@ -51,6 +79,7 @@ export function createClient(options: ClientOptions = {}) {
   if (!apiKey) throw new Error("No API key: pass apiKey or set DATASET_ACCESS_KEY.");
   const baseFetch = options.fetch ?? fetch;
   const transport = new Transport(baseFetch, options);
+  const sleep = options.sleep ?? defaultSleep;
   const api = createFetchClient<paths>({
     baseUrl: apiBase(baseUrl),
     headers: { authorization: `Bearer ${apiKey}`, "user-agent": "dataset-access-client-ts/0.1" },
@@ -76,9 +105,14 @@ export function createClient(options: ClientOptions = {}) {
     }
   }
 
-  /** A fresh signed link for one file (the API's 302), without following it. */
-  async function signedLink(orderId: string, fileId: string): Promise<string> {
-    const url = `${apiBase(baseUrl!)}/orders/${encodeURIComponent(orderId)}/files/${encodeURIComponent(fileId)}`;
+  /**
+   * A fresh signed link for one file (the API's 302), without following it; with `format`, for its
+   * rendition (the file's own format gives the original). A rendition being made throws
+   * RenditionPendingError (the 202), one that cannot exist NoRenditionError (the 404).
+   */
+  async function signedLink(orderId: string, fileId: string, format?: RenditionFormat): Promise<string> {
+    const query = format ? `?format=${encodeURIComponent(format)}` : "";
+    const url = `${apiBase(baseUrl!)}/orders/${encodeURIComponent(orderId)}/files/${encodeURIComponent(fileId)}${query}`;
     const response = await transport.fetch(url, {
       headers: { authorization: `Bearer ${apiKey}` },
       redirect: "manual",
@@ -86,22 +120,94 @@ export function createClient(options: ClientOptions = {}) {
     const location = response.headers.get("location");
     if (response.status === 302 && location) {
       await response.body?.cancel();
-      return new URL(location, url).toString();
+      const link = new URL(location, url);
+      // A file: (or any other) link would read something local rather than the server's file.
+      if (link.protocol !== "https:" && link.protocol !== "http:")
+        throw new UnsafeResponseError(`the download link is not http(s) but ${link.protocol}`);
+      return link.toString();
     }
-    throw await problemError(response);
+    if (format && response.status === 202) {
+      await response.body?.cancel();
+      throw new RenditionPendingError(
+        `file ${fileId} as ${format} is being made`,
+        renditionRetryMs(response.headers.get("retry-after")),
+      );
+    }
+    const problem = await problemError(response);
+    if (format && problem.code === "preview_not_available") throw new NoRenditionError(problem.detail);
+    throw problem;
   }
 
   /**
-   * Downloads a file of a delivered order to `dest` (a file path, or a directory to put it in
-   * under its own name): resumes a partial download, verifies size and sha256, and renames into
-   * place only then.
+   * The signed link to a rendition, asking again after each Retry-After while the server makes it,
+   * for at most `waitMs` in all; then RenditionPendingError. `waited`: it was not ready at first.
+   */
+  async function waitedLink(
+    orderId: string,
+    file: OrderFile,
+    format: RenditionFormat,
+    waitMs: number,
+  ): Promise<{ link: string; waited: boolean }> {
+    const deadline = Date.now() + waitMs;
+    for (let waited = false; ; waited = true) {
+      try {
+        return { link: await signedLink(orderId, file.id, format), waited };
+      } catch (error) {
+        if (!(error instanceof RenditionPendingError)) throw error;
+        const left = deadline - Date.now();
+        if (left <= 0) {
+          throw new RenditionPendingError(
+            `${file.name} as ${format}: still being made when the wait for it ran out`,
+            error.retryAfterMs,
+          );
+        }
+        const ms = Math.min(error.retryAfterMs, left);
+        options.onWait?.({ reason: "rendition", ms });
+        await sleep(ms);
+      }
+    }
+  }
+
+  /**
+   * The size and sha256 a rendition must have: from the order as read, unless it was not ready
+   * then (or the download had to wait for it); else from the order read again now.
+   */
+  async function renditionExpected(
+    orderId: string,
+    file: OrderFile,
+    format: RenditionFormat,
+    stale: boolean,
+  ): Promise<ExpectedFile> {
+    const listed = stale ? undefined : readyRendition(file, format);
+    if (listed) return listed;
+    const fresh = (await getOrder(orderId)).files.find((candidate) => candidate.id === file.id);
+    const ready = fresh && readyRendition(fresh, format);
+    if (!ready)
+      throw new VerificationError(`${file.name}: the API gives no size and sha256 for its ${format} rendition`);
+    return ready;
+  }
+
+  /**
+   * Downloads a file of a delivered order to `dest` (a file path, or a directory ending in `/` to
+   * put it in under its own name: a name that is unsafe there throws UnsafeResponseError): resumes
+   * a partial download, verifies size and sha256, and renames into place only then.
+   *
+   * With `format` (parquet, csv, jsonl) it fetches the file's rendition instead (the file's own
+   * format gives the original), named like the server names it (`products.csv` ->
+   * `products.parquet`) and verified by the rendition's own size and sha256. While the server makes
+   * it, it asks again after each Retry-After, for at most `renditionWaitMs` in all, then throws
+   * RenditionPendingError. A file with no rendition possible throws NoRenditionError.
    */
   async function download(
     order: Order | string,
     file: OrderFile | string,
     dest: string,
-    { onProgress }: { onProgress?: (bytes: number) => void } = {},
-  ): Promise<DownloadResult & { path: string }> {
+    {
+      onProgress,
+      format,
+      renditionWaitMs = options.renditionWaitMs ?? DEFAULT_RENDITION_WAIT_MS,
+    }: { onProgress?: (bytes: number) => void; format?: RenditionFormat; renditionWaitMs?: number } = {},
+  ): Promise<FileDownload> {
     const resolvedOrder = typeof order === "string" ? await getOrder(order) : order;
     const resolvedFile = resolvedOrder.files.find((candidate) =>
       typeof file === "string" ? candidate.id === file || candidate.name === file : candidate.id === file.id,
@@ -112,17 +218,42 @@ export function createClient(options: ClientOptions = {}) {
         detail: `Order ${resolvedOrder.id} has no file ${typeof file === "string" ? file : file.id}.`,
       });
     }
-    const target = dest.endsWith(path.sep) || dest.endsWith("/") ? path.join(dest, resolvedFile.name) : dest;
-    const result = await downloadVerified(() => signedLink(resolvedOrder.id, resolvedFile.id), target, resolvedFile, {
-      fetch: baseFetch,
-      onProgress,
-    });
-    return { ...result, path: target };
+    const rendition = isRendition(resolvedFile, format) ? format! : undefined;
+    const noRendition = rendition && noRenditionReason(resolvedFile, rendition);
+    if (noRendition) throw new NoRenditionError(noRendition);
+    const intoDirectory = dest.endsWith(path.sep) || dest.endsWith("/");
+    const target = intoDirectory
+      ? await pathInside(await targetDirectory(dest), localName(resolvedFile, format))
+      : dest;
+    let expected: ExpectedFile = resolvedFile;
+    // The first link of a rendition is had before its sha256 is known; later attempts ask afresh.
+    let firstLink: string | undefined;
+    if (rendition) {
+      const { link, waited } = await waitedLink(resolvedOrder.id, resolvedFile, rendition, renditionWaitMs);
+      expected = await renditionExpected(resolvedOrder.id, resolvedFile, rendition, waited);
+      firstLink = link;
+    }
+    const nextLink = async () => {
+      const link = firstLink ?? (await signedLink(resolvedOrder.id, resolvedFile.id, rendition));
+      firstLink = undefined;
+      return link;
+    };
+    const result = await downloadVerified(nextLink, target, expected, { fetch: baseFetch, onProgress });
+    return {
+      ...result,
+      path: target,
+      format: rendition ?? resolvedFile.format,
+      rendition: rendition !== undefined,
+      size: expected.size,
+      sha256: expected.sha256,
+    };
   }
 
   return {
     orders: { list: listOrders, get: getOrder },
     files: { download, signedLink },
+    /** How long a download waits in all for a rendition being made (ms). */
+    renditionWaitMs: options.renditionWaitMs ?? DEFAULT_RENDITION_WAIT_MS,
     /** How many 429s this client has met (a paced client alone on its account meets none). */
     get rateLimitedResponses() {
       return transport.rateLimited;

@@ -1,9 +1,10 @@
 import { createHash, type Hash } from "node:crypto";
-import { createReadStream, promises as fs } from "node:fs";
+import { constants, promises as fs } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { NetworkError, VerificationError } from "./errors.js";
+import { NetworkError, UnsafeResponseError, VerificationError } from "./errors.js";
 
 /** What a download must end as. */
 export type ExpectedFile = { size: number; sha256: string };
@@ -22,25 +23,69 @@ export const partialPath = (dest: string) => `${dest}.part`;
 /** The ETag the partial file's bytes came with, for If-Range. */
 const etagPath = (dest: string) => `${dest}.part.etag`;
 
-async function fileSize(file: string): Promise<number> {
-  return fs.stat(file).then(
-    (stat) => stat.size,
-    () => 0,
-  );
+// Windows has no O_NOFOLLOW: there the lstat of partialSize stands alone.
+const NO_FOLLOW = constants.O_NOFOLLOW ?? 0;
+
+const symlinkRefused = (file: string) =>
+  new UnsafeResponseError(`${path.basename(file)} is a symbolic link: nothing is written through one`);
+
+/**
+ * Opens a file the download writes or reads without following a symbolic link in its place: one
+ * planted there (`x.part -> ~/.bashrc`) must not be written through, nor its target sent as If-Range.
+ */
+async function openNoFollow(file: string, flags: number): Promise<FileHandle> {
+  try {
+    return await fs.open(file, flags | NO_FOLLOW, 0o666);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ELOOP") throw symlinkRefused(file);
+    throw error;
+  }
+}
+
+/** The size of the partial file (0: none); a symbolic link there is refused. */
+async function partialSize(file: string): Promise<number> {
+  const stat = await fs.lstat(file).catch(() => undefined);
+  if (stat?.isSymbolicLink()) throw symlinkRefused(file);
+  return stat?.size ?? 0;
 }
 
 /** The sha256 of a file's bytes so far, still open for more (a resumed download goes on from it). */
 async function hashOf(file: string): Promise<Hash> {
   const hash = createHash("sha256");
-  for await (const chunk of createReadStream(file, { highWaterMark: 1024 * 1024 })) hash.update(chunk as Buffer);
+  const handle = await openNoFollow(file, constants.O_RDONLY);
+  for await (const chunk of handle.createReadStream({ highWaterMark: 1024 * 1024 })) hash.update(chunk as Buffer);
   return hash;
+}
+
+/** The ETag the partial file came with (undefined: none); a symbolic link in its place is refused. */
+async function readEtag(file: string): Promise<string | undefined> {
+  const handle = await openNoFollow(file, constants.O_RDONLY).catch((error: unknown) => {
+    if (error instanceof UnsafeResponseError) throw error;
+    return undefined;
+  });
+  if (!handle) return undefined;
+  try {
+    return await handle.readFile("utf8");
+  } finally {
+    await handle.close();
+  }
+}
+
+async function writeEtag(file: string, etag: string): Promise<void> {
+  const handle = await openNoFollow(file, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC);
+  try {
+    await handle.writeFile(etag);
+  } finally {
+    await handle.close();
+  }
 }
 
 /**
  * Fetches a signed link into `dest`: resumes `dest.part` with Range (and If-Range on the ETag it
  * came with, so a changed file starts over), hashes as it writes, and renames to `dest` only when
  * size and sha256 match; otherwise the partial file is removed and VerificationError thrown.
- * `signedUrl` is asked for a fresh link on every attempt (links live 5 minutes).
+ * `signedUrl` is asked for a fresh link on every attempt (links live 5 minutes). A symbolic link
+ * where `dest.part` or its ETag file goes is refused (UnsafeResponseError), never written through.
  */
 export async function downloadVerified(
   signedUrl: () => Promise<string>,
@@ -58,13 +103,13 @@ export async function downloadVerified(
   let resumedFrom: number | undefined;
   let restarted = false;
   for (let attempt = 1; ; attempt++) {
-    let have = await fileSize(part);
+    let have = await partialSize(part);
     if (have > expected.size) {
       await fs.rm(part, { force: true });
       have = 0;
     }
     resumedFrom ??= have;
-    const etag = have > 0 ? await fs.readFile(etagPath(dest), "utf8").catch(() => undefined) : undefined;
+    const etag = have > 0 ? await readEtag(etagPath(dest)) : undefined;
     // The sha256 of the partial file as it grows: its bytes on disk first, then each chunk as written.
     let running: Hash | undefined;
     try {
@@ -82,9 +127,11 @@ export async function downloadVerified(
           const append = response.status === 206 && have > 0;
           if (!append) have = 0;
           const newEtag = response.headers.get("etag");
-          if (newEtag) await fs.writeFile(etagPath(dest), newEtag);
+          if (newEtag) await writeEtag(etagPath(dest), newEtag);
           const hash = append ? await hashOf(part) : createHash("sha256");
-          const out = (await fs.open(part, append ? "a" : "w")).createWriteStream();
+          const appendOrTruncate = append ? constants.O_APPEND : constants.O_TRUNC;
+          const flags = constants.O_WRONLY | constants.O_CREAT | appendOrTruncate;
+          const out = (await openNoFollow(part, flags)).createWriteStream();
           const body = Readable.fromWeb(response.body as import("node:stream/web").ReadableStream);
           // Counted in the same tick as the pipe is made: nothing flows before it is written.
           body.on("data", (chunk: Buffer) => {
@@ -99,7 +146,7 @@ export async function downloadVerified(
           throw new NetworkError(`the download link answered ${response.status}`);
         }
       }
-      const size = await fileSize(part);
+      const size = await partialSize(part);
       const sha256 = size === expected.size ? (running ?? (await hashOf(part))).digest("hex") : undefined;
       if (size !== expected.size || sha256 !== expected.sha256) {
         await Promise.all([fs.rm(part, { force: true }), fs.rm(etagPath(dest), { force: true })]);
@@ -117,16 +164,17 @@ export async function downloadVerified(
       await fs.rm(etagPath(dest), { force: true });
       return { bytesFetched: fetched, resumedFrom, restarted };
     } catch (error) {
-      if (error instanceof VerificationError || attempt >= attempts) throw error;
+      if (error instanceof VerificationError || error instanceof UnsafeResponseError || attempt >= attempts)
+        throw error;
       // A broken connection: what arrived stays in the partial file, and the next attempt resumes it.
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 500 * 2 ** attempt));
     }
   }
 }
 
-/** Whether `file` exists with this size and sha256 (a file already synced needs no transfer). */
+/** Whether `file` is a file (not a symbolic link) with this size and sha256: one already synced needs no transfer. */
 export async function isVerified(file: string, expected: ExpectedFile): Promise<boolean> {
-  const size = await fs.stat(file).then(
+  const size = await fs.lstat(file).then(
     (stat) => (stat.isFile() ? stat.size : -1),
     () => -1,
   );

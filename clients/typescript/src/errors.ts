@@ -30,3 +30,37 @@ export class VerificationError extends Error {
     this.name = "VerificationError";
   }
 }
+
+/**
+ * Something in the server's answer the client will not act on: an id or file name that could
+ * reach outside the target directory, or a symbolic link in the way. The file (or order) is
+ * skipped and reported; nothing is written or deleted for it.
+ */
+export class UnsafeResponseError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UnsafeResponseError";
+  }
+}
+
+/**
+ * The file cannot be had in the format asked: it is binary, its data could not be read, or its
+ * rendition could not be made (the API's 404 preview_not_available). The original still can.
+ */
+export class NoRenditionError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "NoRenditionError";
+  }
+}
+
+/** The server is still making the rendition asked for (its 202 rendition_pending): ask again after `retryAfterMs`. */
+export class RenditionPendingError extends Error {
+  constructor(
+    message: string,
+    readonly retryAfterMs: number,
+  ) {
+    super(message);
+    this.name = "RenditionPendingError";
+  }
+}

@@ -1,17 +1,20 @@
 import { DatasetAccessError, NetworkError } from "./errors.js";
 
+/** Why the client waits: a 429, a 5xx, a network error, its own pacing, or a rendition being made (a 202). */
+export type WaitReason = "rate_limited" | "unavailable" | "network" | "pacing" | "rendition";
+
 export type RetryOptions = {
   /** Retries of one request (429, 503, other 5xx, network errors); 4xx other than 429 never. */
   maxRetries?: number;
   /** Longest wait between attempts, in ms. */
   maxDelayMs?: number;
   /** Called before each wait (for logs and tests). */
-  onWait?: (wait: { reason: "rate_limited" | "unavailable" | "network" | "pacing"; ms: number }) => void;
+  onWait?: (wait: { reason: WaitReason; ms: number }) => void;
   /** The clock's sleep, replaceable in tests. */
   sleep?: (ms: number) => Promise<void>;
 };
 
-const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+export const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * Wraps fetch: retries 429 and 503 after their Retry-After, other 5xx and network errors with
@@ -80,14 +83,14 @@ export class Transport {
     return Math.round(Math.random() * Math.min(this.maxDelayMs, 500 * 2 ** attempt));
   }
 
-  private async wait(reason: "rate_limited" | "unavailable" | "network" | "pacing", ms: number): Promise<void> {
+  private async wait(reason: WaitReason, ms: number): Promise<void> {
     const bounded = Math.min(ms, this.maxDelayMs);
     this.onWait?.({ reason, ms: bounded });
     await this.sleep(bounded);
   }
 }
 
-function retryAfterMs(value: string | null): number | undefined {
+export function retryAfterMs(value: string | null): number | undefined {
   if (!value) return undefined;
   if (/^\d+$/.test(value)) return Number(value) * 1000;
   const at = Date.parse(value);

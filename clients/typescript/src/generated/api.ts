@@ -58,6 +58,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/orders/{id}/files/{fileId}/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the first rows of a data file
+         * @description The columns and first rows of a CSV, TSV, JSON, JSON Lines or Parquet file (gzip-compressed text too), as profiled after delivery, and its row count. Same checks as the download; binary files and files whose profile failed or is not done yet answer 404 `preview_not_available`.
+         */
+        get: operations["previewFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/scrape/{platform}/profile": {
         parameters: {
             query?: never;
@@ -139,6 +159,76 @@ export interface components {
              * @example 2026-11-02T09:30:00.000Z
              */
             created_at: string;
+            /**
+             * @description What the file holds, from its name (checked when profiled); binary files have no profile.
+             * @example csv
+             * @enum {string}
+             */
+            format: "csv" | "tsv" | "json" | "jsonl" | "parquet" | "binary";
+            /**
+             * @description gzip for compressed text (its format is the text's); else null.
+             * @example null
+             * @enum {string|null}
+             */
+            compression: "gzip" | null;
+            /**
+             * @description pending until the file is profiled (usually within a minute of delivery), ready, failed (see profile_error) or none (binary).
+             * @example ready
+             * @enum {string}
+             */
+            profile_status: "pending" | "ready" | "failed" | "none";
+            /**
+             * @description Rows of data; null until profiled.
+             * @example 1250
+             */
+            rows: number | null;
+            /** @description The file's columns; null until profiled. */
+            columns: components["schemas"]["Column"][] | null;
+            /**
+             * @description Why the profile failed, for a person; null otherwise. The file itself stays downloadable.
+             * @example null
+             */
+            profile_error: string | null;
+            /** @description The file in other formats (download with ?format=): Parquet is made for every profiled file, CSV and JSON Lines on first request. */
+            renditions: components["schemas"]["Rendition"][];
+        };
+        /** @description A column of a data file. */
+        Column: {
+            /** @example price */
+            name: string;
+            /**
+             * @description The column's type as DuckDB names it.
+             * @example DOUBLE
+             */
+            type: string;
+            /**
+             * @description Whether any value of the column is null.
+             * @example false
+             */
+            nullable: boolean;
+        };
+        /** @description A file's data in another format, made from the original. */
+        Rendition: {
+            /**
+             * @example parquet
+             * @enum {string}
+             */
+            format: "parquet" | "csv" | "jsonl";
+            /**
+             * @description Bytes; null until ready.
+             * @example 20381
+             */
+            size: number | null;
+            /**
+             * @description Hex SHA-256 of the rendition's bytes; null until ready.
+             * @example 9b2f6c1d0e8a7b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4
+             */
+            sha256: string | null;
+            /**
+             * @example ready
+             * @enum {string}
+             */
+            status: "pending" | "ready" | "failed";
         };
         /** @description An RFC 9457 problem (application/problem+json). */
         Problem: {
@@ -155,6 +245,27 @@ export interface components {
             code: string;
             /** @description Also in the X-Request-Id header; quote it to support. */
             request_id: string;
+        };
+        /** @description The first rows of a data file. */
+        Preview: {
+            columns: components["schemas"]["Column"][];
+            /**
+             * @description The first rows, each an array of values in column order: JSON values, dates and timestamps in ISO 8601, integers beyond 2^53 as strings, text over 1,000 characters cut (ending in …).
+             * @example [
+             *       [
+             *         1,
+             *         "Blue mug",
+             *         12.5,
+             *         "2026-10-01T08:00:00"
+             *       ]
+             *     ]
+             */
+            rows: unknown[][];
+            /**
+             * @description Rows in the whole file.
+             * @example 1250
+             */
+            total_rows: number;
         };
         /** @description A social profile, as stored. */
         SocialProfile: {
@@ -397,7 +508,10 @@ export interface operations {
     };
     downloadFile: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The file's data in this format instead of the original (the file's own format gives the original). 202 while it is being made. */
+                format?: "parquet" | "csv" | "jsonl";
+            };
             header?: never;
             path: {
                 /** @description Order id, as listed. */
@@ -409,6 +523,23 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description `?format=` asked for a rendition that is being made (code `rendition_pending`): ask again after Retry-After seconds. */
+            202: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Redirect to the signed download URL (Location header). */
             302: {
                 headers: {
@@ -421,6 +552,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Error codes: `invalid_request`. */
+            400: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description Error codes: `missing_api_key`, `invalid_api_key`, `expired_api_key`, `revoked_api_key`. */
             401: {
@@ -452,7 +598,146 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Error codes: `order_not_found`, `file_not_found`. */
+            /** @description Error codes: `order_not_found`, `file_not_found`, `preview_not_available`. */
+            404: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `order_not_delivered`. */
+            409: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `service_unavailable`. */
+            503: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    previewFile: {
+        parameters: {
+            query?: {
+                /** @description Rows, 1 to 100; 20 when not given. */
+                limit?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Order id, as listed. */
+                id: string;
+                /** @description File id, from the order's files. */
+                fileId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The first rows. */
+            200: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Preview"];
+                };
+            };
+            /** @description Error codes: `invalid_request`. */
+            400: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `missing_api_key`, `invalid_api_key`, `expired_api_key`, `revoked_api_key`. */
+            401: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `insufficient_permission`. */
+            403: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `order_not_found`, `file_not_found`, `preview_not_available`. */
             404: {
                 headers: {
                     /** @description The limit, e.g. `"datasets";q=60;w=60`. */

@@ -1,0 +1,17 @@
+// C0, DEL and C1 control characters, the invisible ones that reorder text or break lines, half surrogates.
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]/gu;
+const LONGEST_SHOWN = 200;
+
+/**
+ * A string from the server made safe to print on a terminal: control characters escaped
+ * (`\x1b`, `\u202e`) so a name cannot move the cursor or recolour the screen, and very long
+ * ones cut.
+ */
+export function forTerminal(value: unknown): string {
+  const text = String(value);
+  const escaped = text.replace(UNPRINTABLE, (char) => {
+    const code = char.charCodeAt(0);
+    return code < 0x100 ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
+  });
+  return escaped.length > LONGEST_SHOWN ? `${escaped.slice(0, LONGEST_SHOWN)}... (${text.length} characters)` : escaped;
+}
