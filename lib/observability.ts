@@ -57,6 +57,18 @@ const PATTERNS: [RegExp, string][] = [
   [/^\/api\/v1\/openapi\.json$/, "/api/v1/openapi.json"],
   [/^\/api\/v1(\/.*)?$/, "/api/v1/{unknown}"],
   [/^\/api\/dl(\/.*)?$/, "/api/dl/{token}"],
+  [/^\/api\/delta-sharing\/shares$/, "/api/delta-sharing/shares"],
+  [/^\/api\/delta-sharing\/shares\/[^/]+$/, "/api/delta-sharing/shares/{share}"],
+  [/^\/api\/delta-sharing\/shares\/[^/]+\/(schemas|all-tables)$/, "/api/delta-sharing/shares/{share}/{list}"],
+  [
+    /^\/api\/delta-sharing\/shares\/[^/]+\/schemas\/[^/]+\/tables$/,
+    "/api/delta-sharing/shares/{share}/schemas/{schema}/tables",
+  ],
+  [
+    /^\/api\/delta-sharing\/shares\/[^/]+\/schemas\/[^/]+\/tables\/[^/]+(\/(version|metadata|query|changes))?$/,
+    "/api/delta-sharing/shares/{share}/schemas/{schema}/tables/{table}/{action}",
+  ],
+  [/^\/api\/delta-sharing(\/.*)?$/, "/api/delta-sharing/{unknown}"],
   [/^\/api\/auth\/[a-z-]+(\/[a-z-]+)?$/, "/api/auth/{action}"],
   [/^\/api\/(health|metrics)$/, ""],
   [new RegExp(`^/orders/${ID}$`), "/orders/{id}"],

@@ -7,6 +7,7 @@ import { problemResponse } from "../lib/api/problem";
 import { requestIdFrom } from "../lib/api/request-id";
 import { API_PATH, methodNotAllowed, unroutableApiPath } from "../lib/api/responses";
 import { markRequestServer } from "../lib/db/timeouts";
+import { httpServerOptions, httpTimeouts, type HttpTimeouts } from "../lib/http-timeouts";
 import { isDownloadLinkPath, serveDownloadLink } from "../lib/downloads/route";
 import { flushUsage } from "../lib/keys/usage";
 import { closeJobQueue } from "../lib/jobs";
@@ -15,6 +16,7 @@ import { clientIp } from "../lib/auth/signin-limits";
 import { CLIENT_IP_HEADER } from "../lib/security/header";
 import { API_HEADERS } from "../lib/security-headers";
 import { API_V1_PATH, serveApiV1 } from "./api-routes";
+import { serveDeltaSharing, SHARING_PATH_PATTERN } from "../lib/sharing/route";
 import { errorFields, logger } from "../lib/log";
 import { metricsExposition } from "../lib/metrics";
 import { assignRequestId, recordRequestWhenDone } from "../lib/observability";
@@ -46,15 +48,18 @@ const hostname = values.hostname;
 // Methods a web Request can be made for; Node's parser already refuses unknown ones, and CONNECT never reaches here.
 const UNSUPPORTED_METHODS = new Set(["TRACE", "TRACK"]);
 
+let timeouts: HttpTimeouts;
 try {
   // This process answers requests: its database statements get a deadline (lib/db/timeouts.ts).
   markRequestServer();
+  // And its clients a deadline to send their requests in (lib/http-timeouts.ts).
+  timeouts = httpTimeouts();
 } catch (error) {
   logger().fatal((error as Error).message);
   process.exit(1);
 }
-
-const server = http.createServer();
+const server = http.createServer(httpServerOptions(timeouts));
+server.timeout = timeouts.idleMs;
 const app = next({ dev: mode === "dev", hostname, port, httpServer: server });
 await app.prepare();
 const handle = app.getRequestHandler();
@@ -65,6 +70,8 @@ server.on("request", (req, res) => {
   // An IPv4 client on a dual-stack socket shows as it is (1.2.3.4, not ::ffff:1.2.3.4).
   req.headers[CLIENT_IP_HEADER] = clientIp(req).replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/i, "$1");
   recordRequestWhenDone(req, res, requestId);
+  // The Delta Sharing server answers every method and path under it in its protocol's own shape.
+  if (SHARING_PATH_PATTERN.test(req.url ?? "/")) return void direct(req, res, serveDeltaSharing);
   if (UNSUPPORTED_METHODS.has(req.method ?? "")) return void refuseMethod(req, res);
   const unroutable = unroutableApiPath(req.url ?? "/");
   if (unroutable) return void sendResponse(res, problemResponse(unroutable, requestId));

@@ -92,6 +92,41 @@ export async function poolQuery(text: string, values: unknown[] = []): Promise<p
   }
 }
 
+/** A write whose COMMIT went out but was never answered: it may or may not have been committed. */
+export class CommitOutcomeUnknownError extends Error {
+  constructor(cause: unknown) {
+    super(`No answer to COMMIT (${(cause as Error)?.message}): the write may or may not have been made.`, { cause });
+    this.name = "CommitOutcomeUnknownError";
+  }
+}
+
+/**
+ * One statement in a transaction of its own (BEGIN, the statement and COMMIT, each its own round
+ * trip on one pool connection), for a write its caller retries when it surely failed. A single
+ * statement the client stopped waiting for (a frozen server, lib/db/timeouts.ts) may still run and
+ * commit when the server wakes; inside BEGIN it runs uncommitted and dies with the connection,
+ * which is closed. So every failure means nothing was written, except a COMMIT sent and not
+ * answered: CommitOutcomeUnknownError.
+ */
+export async function sqlTransaction(text: string, values: unknown[]): Promise<void> {
+  const client = await pool().connect();
+  try {
+    await client.query("BEGIN");
+    await client.query(text, values);
+  } catch (error) {
+    client.release(error as Error);
+    throw error;
+  }
+  try {
+    await client.query("COMMIT");
+    client.release();
+  } catch (error) {
+    client.release(error as Error);
+    // The server's own error answer means it rolled back; no answer leaves it open.
+    throw error instanceof pg.DatabaseError ? error : new CommitOutcomeUnknownError(error);
+  }
+}
+
 const statementNames = new Map<string, string>();
 function statementName(text: string): string {
   let name = statementNames.get(text);

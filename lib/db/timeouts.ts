@@ -70,7 +70,8 @@ export function isQueryReadTimeout(error: unknown): boolean {
   return error instanceof Error && error.message === "Query read timeout";
 }
 
-function milliseconds(env: Env, name: string, fallback: number): number {
+/** A setting in milliseconds from the environment: a whole number, else start-up fails with a clear message. */
+export function milliseconds(env: Env, name: string, fallback: number): number {
   const value = env[name];
   if (value === undefined || value === "") return fallback;
   if (!/^\d+$/.test(value)) {

@@ -14,6 +14,12 @@ import { dropProcessSingleton, processSingleton } from "../singleton";
 export const QUEUES = {
   /** Deliver one webhook message (one attempt; the next is a new job). */
   webhookDelivery: "webhook-delivery",
+  /** Queue again the pending webhook messages whose job is gone (every minute). */
+  webhookSweep: "webhook-sweep",
+  /** Profile one delivered file (columns, rows, first rows) with DuckDB. */
+  datasetProfile: "dataset-profile",
+  /** Make one rendition (Parquet, CSV or JSONL) of a profiled file. */
+  datasetRendition: "dataset-rendition",
   /** Expiry reminders and key events, and retirements of replaced keys. */
   keyLifecycle: "key-lifecycle",
   /** An e-mail to send (expiry reminders, a disabled endpoint). */
@@ -24,9 +30,27 @@ export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
 /** A delivery takes at most 15 s; a job active for longer than this was lost with its worker. */
 const QUEUE_OPTIONS: Record<QueueName, PgBoss.Queue> = {
   [QUEUES.webhookDelivery]: { name: QUEUES.webhookDelivery, expireInSeconds: 30, retryLimit: 10, retryDelay: 5 },
+  [QUEUES.webhookSweep]: { name: QUEUES.webhookSweep, expireInSeconds: 60, retryLimit: 0 },
   [QUEUES.keyLifecycle]: { name: QUEUES.keyLifecycle, expireInSeconds: 300, retryLimit: 3, retryDelay: 60 },
+  // Reading a file of hundreds of GB takes long; a retry is for the store or the database being away.
+  [QUEUES.datasetProfile]: {
+    name: QUEUES.datasetProfile,
+    expireInSeconds: 4 * 3600,
+    retryLimit: 3,
+    retryDelay: 60,
+    retryBackoff: true,
+  },
+  [QUEUES.datasetRendition]: {
+    name: QUEUES.datasetRendition,
+    expireInSeconds: 4 * 3600,
+    retryLimit: 3,
+    retryDelay: 60,
+    retryBackoff: true,
+  },
   [QUEUES.mail]: { name: QUEUES.mail, expireInSeconds: 120, retryLimit: 5, retryDelay: 60, retryBackoff: true },
 };
+
+const START_ATTEMPTS = 5;
 
 async function startBoss(options: PgBoss.ConstructorOptions): Promise<PgBoss> {
   for (let attempt = 1; ; attempt++) {
@@ -35,15 +59,20 @@ async function startBoss(options: PgBoss.ConstructorOptions): Promise<PgBoss> {
     boss.on("error", (error) => logger().error({ ...errorFields(error) }, "job queue error"));
     try {
       await boss.start();
-      for (const queue of Object.values(QUEUE_OPTIONS)) await boss.createQueue(queue.name, queue);
+      // Only the queues not there yet: creating one takes locks that deadlock between instances
+      // creating the same queues at once (the loser is tried again below).
+      const existing = new Set((await boss.getQueues()).map((queue: { name: string }) => queue.name));
+      for (const queue of Object.values(QUEUE_OPTIONS)) {
+        if (!existing.has(queue.name)) await boss.createQueue(queue.name, queue);
+      }
       return boss;
     } catch (error) {
       await boss.stop({ graceful: false, close: false }).catch(() => {});
-      // Instances starting together on a new database all install pg-boss's schema: its lock lets
-      // one through and the others fail on "already exists". The schema is there now: try again.
-      if (attempt >= 3) throw error;
+      // Instances starting together on a new database all install pg-boss's schema and queues: its
+      // lock lets one through and the others fail ("already exists", a deadlock). Try again, apart.
+      if (attempt >= START_ATTEMPTS) throw error;
       logger().warn({ ...errorFields(error) }, "job queue: start failed, trying again");
-      await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
+      await new Promise((resolve) => setTimeout(resolve, 250 * attempt + Math.random() * 250));
     }
   }
 }
@@ -94,7 +123,7 @@ export type JobHandlers = Partial<Record<QueueName, (data: Record<string, unknow
  * interval before the next fetch, so deliveries run as 4 loops of batches handled side by side
  * (`concurrency` deliveries at once in all, fetched every 0.5 s: a slow receiver holds up only
  * its loop, and a batch ends within the 15 s delivery timeout, well inside the job's expiry); the
- * other queues run one loop of small batches, polled every 5 s. A job whose handler throws is
+ * other queues run one loop of small batches (dataset jobs one at a time), polled every 5 s. A job whose handler throws is
  * failed alone (and retried by pg-boss); the rest of its batch completes. Returns its stop function.
  */
 export async function startWorker({
@@ -114,7 +143,8 @@ export async function startWorker({
     const deliveries = queue === QUEUES.webhookDelivery;
     const loops = deliveries ? DELIVERY_LOOPS : 1;
     const options = {
-      batchSize: deliveries ? Math.max(1, Math.ceil(concurrency / DELIVERY_LOOPS)) : 5,
+      // Dataset jobs one at a time: each may read a file of any size, with DuckDB's memory bounded per process.
+      batchSize: deliveries ? Math.max(1, Math.ceil(concurrency / DELIVERY_LOOPS)) : DATASET_QUEUES.has(queue) ? 1 : 5,
       pollingIntervalSeconds: deliveries ? 0.5 : 5,
     };
     for (let i = 0; i < loops; i++) {
@@ -135,3 +165,4 @@ export async function startWorker({
 }
 
 const DELIVERY_LOOPS = 4;
+const DATASET_QUEUES = new Set<QueueName>([QUEUES.datasetProfile, QUEUES.datasetRendition]);

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { CONTROL_CHARACTERS, NAME_MAX_LENGTH } from "../contract";
-import { db } from "../db/client";
+import { db, type Prisma } from "../db/client";
 import { AppError } from "../errors";
 import { isTypedId } from "../ids";
 import { API_KEY_PERMISSIONS, permissionFromStored, permissionToStored, type ApiKeyPermission } from "./permissions";
@@ -19,15 +19,19 @@ export type NewApiKey = { id: string; secret: string; name: string; permission: 
 
 /**
  * Creates a key for a buyer. The secret is returned here and nowhere else: only its hash is stored.
- * `scrape:read` keys exist only while the account's Social API access is enabled.
+ * `scrape:read` keys exist only while the account's Social API access is enabled. `client`: a
+ * transaction the key is made in.
  */
-export async function createApiKey(input: {
-  buyerId: string;
-  name: string;
-  permission: ApiKeyPermission;
-  expiresInDays: ApiKeyExpiryDays;
-  now?: Date;
-}): Promise<NewApiKey> {
+export async function createApiKey(
+  input: {
+    buyerId: string;
+    name: string;
+    permission: ApiKeyPermission;
+    expiresInDays: ApiKeyExpiryDays;
+    now?: Date;
+  },
+  client: Pick<Prisma.TransactionClient, "apiKey"> = db(),
+): Promise<NewApiKey> {
   const name = input.name.trim();
   if (!name || name.length > NAME_MAX_LENGTH) {
     throw new AppError("invalid_argument", `A key needs a name of 1 to ${NAME_MAX_LENGTH} characters.`);
@@ -46,7 +50,7 @@ export async function createApiKey(input: {
   const secret = generateSecret();
   const now = input.now ?? new Date();
   const expiresAt = new Date(now.getTime() + input.expiresInDays * 24 * 60 * 60 * 1000);
-  const key = await db().apiKey.create({
+  const key = await client.apiKey.create({
     data: {
       buyerId: input.buyerId,
       name,
@@ -90,7 +94,9 @@ export const replaceOverlapSchema = z.enum(Object.keys(REPLACE_OVERLAPS) as [Rep
  * A new key with the name and permission of one of the buyer's keys. The old key keeps working
  * for `overlap` and retires then (refused from that instant, recorded as revoked by the key
  * lifecycle job); with no overlap it is revoked at once. An overlap never extends the old key
- * past its own expiry. A revoked or expired key is left as it is.
+ * past its own expiry. A revoked or expired key is left as it is. A key already retiring cannot
+ * be replaced again: its retirement only ever comes, never moves later (replace its replacement).
+ * The old key is claimed and the new one made in one transaction, so two replaces at once make one key.
  */
 export async function replaceApiKey(input: {
   buyerId: string;
@@ -107,21 +113,30 @@ export async function replaceApiKey(input: {
       })
     : null;
   if (!old) throw new AppError("key_not_found", `No API key with id ${input.keyId}.`);
-  const created = await createApiKey({
-    ...input,
-    now,
-    name: old.name,
-    permission: permissionFromStored[old.permission],
-  });
+  const replacement = { ...input, now, name: old.name, permission: permissionFromStored[old.permission] };
   // A key that no longer works is left as it is: there is nothing to overlap with.
   const status = apiKeyStatus(old, now);
-  if (status === "revoked" || status === "expired") return { ...created, oldRetiresAt: null };
+  if (status === "revoked" || status === "expired") {
+    return { ...(await createApiKey(replacement)), oldRetiresAt: null };
+  }
   const retiresAt = new Date(now.getTime() + REPLACE_OVERLAPS[input.overlap]);
-  await db().apiKey.update({
-    where: { id: input.keyId },
-    data: input.overlap === "none" ? { revokedAt: now } : { retiresAt },
+  return db().$transaction(async (tx) => {
+    const { count } = await tx.apiKey.updateMany({
+      where: { id: input.keyId, revokedAt: null, retiresAt: null },
+      data: input.overlap === "none" ? { revokedAt: now } : { retiresAt },
+    });
+    if (count === 0) throw alreadyReplaced(old.retiresAt);
+    const created = await createApiKey(replacement, tx);
+    return { ...created, oldRetiresAt: retiresAt < old.expiresAt ? retiresAt : old.expiresAt };
   });
-  return { ...created, oldRetiresAt: retiresAt < old.expiresAt ? retiresAt : old.expiresAt };
+}
+
+function alreadyReplaced(retiresAt: Date | null): AppError {
+  const when = retiresAt ? ` and retires at ${retiresAt.toISOString()}` : "";
+  return new AppError(
+    "invalid_argument",
+    `This key has already been replaced${when}: replace its replacement instead (a retiring key is never extended).`,
+  );
 }
 
 export type ApiKeyStatus = "active" | "expires_soon" | "expired" | "revoked";

@@ -1,4 +1,4 @@
-import { sqlQuery } from "../db/client";
+import { CommitOutcomeUnknownError, sqlQuery, sqlTransaction } from "../db/client";
 import { errorFields, logger } from "../log";
 import { processSingleton } from "../singleton";
 
@@ -34,14 +34,19 @@ export function usageCountingEnabled(): boolean {
 /**
  * Counts one /api/v1 answer for a key, off the request path: counts add up in the process and are
  * written by one statement every few seconds for all keys (an upsert adding to the hour's row). A
- * crash loses at most the counts of that interval; a clean shutdown writes them (flushUsage).
+ * crash loses at most the counts of that interval; a clean shutdown writes them (flushUsage); a
+ * write the database refused or never got (down, frozen, a table locked by a migration) is tried
+ * again at the next flush, so an outage the process lives through loses nothing.
  */
 export function countKeyUse(keyId: string, status: number, at = new Date()): void {
   if (!usageCountingEnabled()) return;
-  const state = counters();
   const hour = new Date(Math.floor(at.getTime() / HOUR_MS) * HOUR_MS).toISOString();
-  const slot = `${keyId}|${hour}|${outcomeOf(status)}`;
-  state.counts.set(slot, (state.counts.get(slot) ?? 0) + 1);
+  addCount(counters(), `${keyId}|${hour}|${outcomeOf(status)}`, 1);
+}
+
+/** Adds to a slot's count and makes sure a flush is coming. */
+function addCount(state: Counters, slot: string, count: number): void {
+  state.counts.set(slot, (state.counts.get(slot) ?? 0) + count);
   state.timer ??= setTimeout(() => void flushUsage(), flushIntervalMs()).unref();
 }
 
@@ -53,6 +58,23 @@ export async function flushUsage(): Promise<void> {
   const counts = state.counts;
   if (counts.size === 0) return;
   state.counts = new Map();
+  try {
+    await writeCounts(counts);
+  } catch (error) {
+    // Surely not written: back into the process for the next flush. Only a COMMIT left unanswered
+    // may have been written; counting it again could double it, so it is given up (at most one interval).
+    const unknown = error instanceof CommitOutcomeUnknownError;
+    if (!unknown) for (const [slot, count] of counts) addCount(state, slot, count);
+    logger().warn(
+      { slots: counts.size, ...errorFields(error) },
+      unknown ? "API usage counts may be lost" : "API usage counts not recorded yet, kept for the next flush",
+    );
+    return;
+  }
+  await pruneExpiredUsage(state);
+}
+
+async function writeCounts(counts: Map<string, number>): Promise<void> {
   const keys: string[] = [];
   const hours: string[] = [];
   const outcomes: string[] = [];
@@ -64,25 +86,23 @@ export async function flushUsage(): Promise<void> {
     outcomes.push(outcome);
     values.push(count);
   }
-  try {
-    // A key deleted meanwhile has no row to count against: the join drops its counts.
-    await sqlQuery(
-      `INSERT INTO api_key_usage (key_id, hour, outcome, count)
-       SELECT u.key_id, u.hour, u.outcome::usage_outcome, u.count
-       FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::int[]) AS u(key_id, hour, outcome, count)
-       JOIN api_keys k ON k.id = u.key_id
-       ON CONFLICT (key_id, hour, outcome) DO UPDATE SET count = api_key_usage.count + EXCLUDED.count`,
-      [keys, hours, outcomes, values],
-    );
-    if (Date.now() >= state.nextPruneAt) {
-      state.nextPruneAt = Date.now() + HOUR_MS;
-      await sqlQuery(`DELETE FROM api_key_usage WHERE hour < now() - make_interval(days => $1)`, [
-        USAGE_RETENTION_DAYS,
-      ]);
-    }
-  } catch (error) {
-    logger().warn({ slots: counts.size, ...errorFields(error) }, "API usage counts not recorded");
-  }
+  // A key deleted meanwhile has no row to count against: the join drops its counts.
+  await sqlTransaction(
+    `INSERT INTO api_key_usage (key_id, hour, outcome, count)
+     SELECT u.key_id, u.hour, u.outcome::usage_outcome, u.count
+     FROM unnest($1::text[], $2::timestamptz[], $3::text[], $4::int[]) AS u(key_id, hour, outcome, count)
+     JOIN api_keys k ON k.id = u.key_id
+     ON CONFLICT (key_id, hour, outcome) DO UPDATE SET count = api_key_usage.count + EXCLUDED.count`,
+    [keys, hours, outcomes, values],
+  );
+}
+
+async function pruneExpiredUsage(state: Counters): Promise<void> {
+  if (Date.now() < state.nextPruneAt) return;
+  state.nextPruneAt = Date.now() + HOUR_MS;
+  await sqlQuery(`DELETE FROM api_key_usage WHERE hour < now() - make_interval(days => $1)`, [
+    USAGE_RETENTION_DAYS,
+  ]).catch((error: unknown) => logger().warn({ ...errorFields(error) }, "expired API usage not deleted"));
 }
 
 export type DailyUsage = { day: string } & Record<UsageOutcome, number>;

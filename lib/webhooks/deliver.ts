@@ -1,9 +1,10 @@
 import { Webhook } from "standardwebhooks";
-import { db, sqlQuery } from "../db/client";
+import { db, sqlQuery, type Prisma } from "../db/client";
 import { QUEUES, sendJob } from "../jobs";
 import { errorFields, logger } from "../log";
 import { openSecret } from "./secret";
-import { postOnce, type AddressFilter } from "./ssrf";
+import { postOnce, type AddressFilter, type PostResult } from "./ssrf";
+import { storableText } from "../contract";
 
 /**
  * Delays before the 2nd, 3rd, ... attempt of a message (the contract's example schedule): 8
@@ -22,9 +23,13 @@ export type DeliveryOutcome =
   | { result: "failed"; error: string }
   | { result: "skipped"; reason: string };
 
+/** Every attempt a message gets: the first and one per retry delay. */
+export const MAX_ATTEMPTS = RETRY_DELAYS_MS.length + 1;
+
 type Leased = {
   id: string;
   payload: string;
+  /** Counting the attempt being made now. */
   attempts: number;
   endpointId: string;
   url: string;
@@ -38,6 +43,9 @@ type Leased = {
  * One delivery attempt of a message, by whichever worker holds its lease: signed per Standard
  * Webhooks with the same `webhook-id` (the message id) on every attempt; a 2xx within the timeout
  * delivers it; anything else schedules the next attempt (a new job) or, after the last, fails it.
+ * The attempt is counted when the lease is taken, before the POST: whatever happens after it (a
+ * worker killed, bookkeeping that fails), a message gets at most MAX_ATTEMPTS POSTs. A job for a
+ * message not due yet (a stray or duplicate job) does nothing: the message's own schedule holds.
  * `now` is injectable so the schedule is tested without waiting.
  */
 export async function deliverMessage(
@@ -50,15 +58,17 @@ export async function deliverMessage(
 ): Promise<DeliveryOutcome> {
   const startedAt = now();
   const [message] = await sqlQuery<Leased>(
-    `UPDATE webhook_messages m SET lease_until = $2
+    `UPDATE webhook_messages m SET lease_until = $2, attempts = m.attempts + 1
      FROM webhook_endpoints e
      WHERE m.id = $1 AND e.id = m.endpoint_id AND m.status = 'pending'
        AND (m.lease_until IS NULL OR m.lease_until <= $3)
+       AND (m.next_attempt_at IS NULL OR m.next_attempt_at <= $3)
+       AND m.attempts < $4
      RETURNING m.id, m.payload, m.attempts, e.id AS "endpointId", e.url, e.secret_sealed AS "secretSealed",
                e.enabled, e.failing_since AS "failingSince", e.buyer_id AS "buyerId"`,
-    [messageId, new Date(startedAt.getTime() + LEASE_MS), startedAt],
+    [messageId, new Date(startedAt.getTime() + LEASE_MS), startedAt, MAX_ATTEMPTS],
   );
-  if (!message) return skipped(messageId, startedAt);
+  if (!message) return notAttempted(messageId, startedAt);
   if (!message.enabled) {
     await db().webhookMessage.update({ where: { id: message.id }, data: { status: "failed", leaseUntil: null } });
     return { result: "failed", error: "the endpoint is disabled" };
@@ -77,68 +87,124 @@ export async function deliverMessage(
     },
     { timeoutMs, isForbidden },
   );
-  const attempts = message.attempts + 1;
-  const succeeded = answer.ok && answer.status >= 200 && answer.status < 300;
-  const error = answer.ok
-    ? succeeded
-      ? undefined
-      : answer.status >= 300 && answer.status < 400
-        ? `answered ${answer.status} (redirects are not followed)`
-        : `answered ${answer.status}`
-    : answer.error;
-  await db().webhookAttempt.create({
-    data: {
-      messageId: message.id,
-      attemptedAt: startedAt,
-      statusCode: answer.ok ? answer.status : null,
-      error: error ?? null,
-      durationMs: answer.durationMs,
-      responseExcerpt: answer.ok ? answer.excerpt : null,
-    },
-  });
-
-  if (succeeded) {
-    await db().$transaction([
-      db().webhookMessage.update({
-        where: { id: message.id },
-        data: { status: "delivered", attempts, deliveredAt: now(), nextAttemptAt: null, leaseUntil: null },
-      }),
-      db().webhookEndpoint.update({ where: { id: message.endpointId }, data: { failingSince: null } }),
-    ]);
-    return { result: "delivered", status: answer.ok ? answer.status : 0 };
+  const outcome = judge(answer, message.attempts, startedAt);
+  const attempt = {
+    messageId: message.id,
+    attemptedAt: startedAt,
+    statusCode: answer.ok ? answer.status : null,
+    error: outcome.result === "delivered" ? null : storableText(outcome.error),
+    durationMs: answer.durationMs,
+    responseExcerpt: answer.ok ? storableText(answer.excerpt) : null,
+  };
+  try {
+    await recordOutcome(message, outcome, now, attempt);
+  } catch (error) {
+    // The POST happened: the message moves on along its schedule even if its attempt's record cannot be kept.
+    logger().error({ messageId: message.id, ...errorFields(error) }, "webhook attempt not recorded");
+    await recordOutcome(message, outcome, now);
   }
-
-  await noteEndpointFailure(message, startedAt);
-  const delay = RETRY_DELAYS_MS[attempts - 1];
-  if (delay === undefined) {
-    await db().webhookMessage.update({
-      where: { id: message.id },
-      data: { status: "failed", attempts, nextAttemptAt: null, leaseUntil: null },
-    });
-    return { result: "failed", error: error! };
-  }
-  const nextAttemptAt = new Date(startedAt.getTime() + delay);
-  await db().$transaction(async (tx) => {
-    await tx.webhookMessage.update({
-      where: { id: message.id },
-      data: { attempts, nextAttemptAt, leaseUntil: null },
-    });
-    await sendJob(QUEUES.webhookDelivery, { messageId: message.id }, { tx, startAfter: nextAttemptAt });
-  });
-  return { result: "retry", nextAttemptAt, error: error! };
+  if (outcome.result !== "delivered") await noteEndpointFailure(message, startedAt);
+  return outcome;
 }
 
-/** Not delivered now: already done, or another worker holds it (then it is tried again after its lease). */
-async function skipped(messageId: string, at: Date): Promise<DeliveryOutcome> {
+type Attempt = Prisma.WebhookAttemptUncheckedCreateInput;
+
+/** What an answer means for a message on its `attempts`-th attempt. */
+function judge(answer: PostResult, attempts: number, startedAt: Date): Exclude<DeliveryOutcome, { result: "skipped" }> {
+  if (answer.ok && answer.status >= 200 && answer.status < 300) return { result: "delivered", status: answer.status };
+  const error = !answer.ok
+    ? answer.error
+    : answer.status >= 300 && answer.status < 400
+      ? `answered ${answer.status} (redirects are not followed)`
+      : `answered ${answer.status}`;
+  const delay = RETRY_DELAYS_MS[attempts - 1];
+  if (delay === undefined) return { result: "failed", error };
+  return { result: "retry", nextAttemptAt: new Date(startedAt.getTime() + delay), error };
+}
+
+/**
+ * The message's new state (and its next job, or its endpoint's recovery) in one transaction, with
+ * the attempt's record when given.
+ */
+async function recordOutcome(
+  message: Leased,
+  outcome: Exclude<DeliveryOutcome, { result: "skipped" }>,
+  now: () => Date,
+  attempt?: Attempt,
+): Promise<void> {
+  await db().$transaction(async (tx) => {
+    if (attempt) await tx.webhookAttempt.create({ data: attempt });
+    if (outcome.result === "delivered") {
+      await tx.webhookMessage.update({
+        where: { id: message.id },
+        data: { status: "delivered", deliveredAt: now(), nextAttemptAt: null, leaseUntil: null },
+      });
+      await tx.webhookEndpoint.update({ where: { id: message.endpointId }, data: { failingSince: null } });
+    } else if (outcome.result === "failed") {
+      await tx.webhookMessage.update({
+        where: { id: message.id },
+        data: { status: "failed", nextAttemptAt: null, leaseUntil: null },
+      });
+    } else {
+      await tx.webhookMessage.update({
+        where: { id: message.id },
+        data: { nextAttemptAt: outcome.nextAttemptAt, leaseUntil: null },
+      });
+      await sendJob(QUEUES.webhookDelivery, { messageId: message.id }, { tx, startAfter: outcome.nextAttemptAt });
+    }
+  });
+}
+
+/**
+ * Why a job found nothing to attempt. Another worker holding the message, or a next attempt not
+ * due yet, each have a job of their own; a message whose attempts are all spent (its last one's
+ * bookkeeping failed) is failed here.
+ */
+async function notAttempted(messageId: string, at: Date): Promise<DeliveryOutcome> {
   const message = await db().webhookMessage.findUnique({
     where: { id: messageId },
-    select: { status: true, leaseUntil: true },
+    select: { status: true, attempts: true, leaseUntil: true, nextAttemptAt: true },
   });
-  if (message?.status === "pending" && message.leaseUntil && message.leaseUntil > at) {
-    await sendJob(QUEUES.webhookDelivery, { messageId }, { startAfter: message.leaseUntil });
-    return { result: "skipped", reason: "another worker holds it" };
+  if (!message) return { result: "skipped", reason: "no such message" };
+  if (message.status !== "pending") return { result: "skipped", reason: `already ${message.status}` };
+  if (message.leaseUntil && message.leaseUntil > at) return { result: "skipped", reason: "another worker holds it" };
+  if (message.attempts >= MAX_ATTEMPTS) {
+    await db().webhookMessage.updateMany({
+      where: { id: messageId, status: "pending" },
+      data: { status: "failed", nextAttemptAt: null, leaseUntil: null },
+    });
+    return { result: "failed", error: `all ${MAX_ATTEMPTS} attempts were made` };
   }
-  return { result: "skipped", reason: message ? `already ${message.status}` : "no such message" };
+  return { result: "skipped", reason: `not due until ${message.nextAttemptAt?.toISOString()}` };
+}
+
+/** A pending message this far past its due time with no job is stranded (the sweep runs every minute). */
+const STRANDED_AFTER_MS = 60_000;
+
+/**
+ * Queues a job for every pending message that has none alive (queued, waiting to retry or
+ * running) though it was due a minute ago: its job ran out of pg-boss's retries (the database was
+ * down for longer than they last), or fired early and stood down. Run by the worker every minute.
+ * It reads pg-boss's job table (schema `pgboss`, version 10) because that is where "alive" is
+ * known; a job queued twice is harmless, as a delivery first takes the message's lease.
+ */
+export async function requeueStrandedMessages(now = new Date(), batch = 1000): Promise<number> {
+  const stranded = await sqlQuery<{ id: string }>(
+    `SELECT m.id FROM webhook_messages m
+     WHERE m.status = 'pending'
+       AND coalesce(m.next_attempt_at, m.created_at) <= $1
+       AND (m.lease_until IS NULL OR m.lease_until <= $2)
+       AND NOT EXISTS (
+         SELECT 1 FROM pgboss.job j
+         WHERE j.name = $3 AND j.state < 'completed' AND j.data->>'messageId' = m.id
+       )
+     ORDER BY m.next_attempt_at
+     LIMIT $4`,
+    [new Date(now.getTime() - STRANDED_AFTER_MS), now, QUEUES.webhookDelivery, batch],
+  );
+  for (const { id } of stranded) await sendJob(QUEUES.webhookDelivery, { messageId: id });
+  if (stranded.length > 0) logger().warn({ count: stranded.length }, "webhook messages with no job queued again");
+  return stranded.length;
 }
 
 /** Marks the endpoint failing; after 3 days of it, disables it and tells the buyer (once). */

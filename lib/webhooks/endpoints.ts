@@ -210,8 +210,10 @@ export async function sendTestEvent(buyerId: string, endpointId: string, at = ne
 }
 
 /**
- * Sends a message again, with the same `webhook-id` (receivers deduplicate on it): it becomes
- * pending with a fresh schedule and is delivered now.
+ * Sends a delivered or failed message again, with the same `webhook-id` (receivers deduplicate on
+ * it): it becomes pending with a fresh schedule and is delivered now. A pending message is refused
+ * (its own retries are under way; a second chain would exceed the contract's attempts), checked
+ * in the update itself so two resends at once make one.
  */
 export async function resendMessage(buyerId: string, messageId: string, at = new Date()): Promise<void> {
   const message = isTypedId("msg", messageId)
@@ -223,10 +225,16 @@ export async function resendMessage(buyerId: string, messageId: string, at = new
   if (!message) throw new AppError("not_found", `No webhook message ${messageId} for this account.`);
   if (!message.endpoint.enabled) throw new AppError("invalid_argument", "Enable the endpoint before resending to it.");
   await db().$transaction(async (tx) => {
-    await tx.webhookMessage.update({
-      where: { id: message.id },
+    const { count } = await tx.webhookMessage.updateMany({
+      where: { id: message.id, status: { not: "pending" } },
       data: { status: "pending", attempts: 0, nextAttemptAt: at, leaseUntil: null, deliveredAt: null },
     });
+    if (count === 0) {
+      throw new AppError(
+        "invalid_argument",
+        "This message is still being delivered: its retries are under way. Resend it once it is delivered or failed.",
+      );
+    }
     await sendJob(QUEUES.webhookDelivery, { messageId: message.id }, { tx });
   });
 }

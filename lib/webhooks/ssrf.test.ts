@@ -22,6 +22,10 @@ describe("the webhook address filter", () => {
     "fe80::1",
     "::ffff:10.0.0.1",
     "::ffff:127.0.0.1",
+    "::7f00:1", // IPv4-compatible (::/96): 127.0.0.1
+    "::127.0.0.1",
+    "::a00:1", // 10.0.0.1
+    "::808:808", // even a public IPv4 inside: the range is deprecated
     "not an address",
   ])("refuses %s", (address) => {
     expect(isForbiddenAddress(address)).toBe(true);
@@ -38,6 +42,7 @@ describe("the webhook address filter", () => {
     "http://169.254.169.254/latest/meta-data/",
     "http://[fc00::1]/",
     "http://[::ffff:10.0.0.1]/",
+    "http://[::7f00:1]/",
   ])("refuses %s before any socket opens", async (url) => {
     const connect = vi.spyOn(net.Socket.prototype, "connect");
     const result = await postOnce(url, "{}", {}, { timeoutMs: 1000, isForbidden: isForbiddenAddress });

@@ -13,11 +13,17 @@ import ipaddr from "ipaddr.js";
  * addresses are judged as the IPv4 address they carry. WEBHOOK_ALLOW_PRIVATE=true lifts this
  * (tests, single-host setups).
  */
+const IPV4_COMPATIBLE = ipaddr.IPv6.parseCIDR("::/96");
+
 export function isForbiddenAddress(address: string): boolean {
   if (!ipaddr.isValid(address)) return true;
   let parsed = ipaddr.parse(address);
-  if (parsed.kind() === "ipv6" && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) {
-    parsed = (parsed as ipaddr.IPv6).toIPv4Address();
+  if (parsed.kind() === "ipv6") {
+    const ipv6 = parsed as ipaddr.IPv6;
+    // IPv4-compatible addresses (::/96, deprecated by RFC 4291) carry an IPv4 address that some
+    // stacks still reach (::7f00:1 is 127.0.0.1); ipaddr.js calls them unicast. None is a public receiver.
+    if (ipv6.match(IPV4_COMPATIBLE)) return true;
+    if (ipv6.isIPv4MappedAddress()) parsed = ipv6.toIPv4Address();
   }
   return parsed.range() !== "unicast";
 }

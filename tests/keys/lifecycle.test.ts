@@ -102,6 +102,33 @@ describe("the key lifecycle (injected clock, real PostgreSQL)", () => {
     expect(revoked[0]).toMatchObject({ actor: "system" });
   });
 
+  it("refuses to replace a key that is already retiring: its retirement never moves later, no third key", async () => {
+    const account = await buyer("lifecycle-twice");
+    const old = await apiKey(account.id);
+    const now = new Date();
+    const first = await replaceApiKey({ buyerId: account.id, keyId: old.id, expiresInDays: 90, overlap: "1h", now });
+    const later = new Date(now.getTime() + 60_000);
+    await expect(
+      replaceApiKey({ buyerId: account.id, keyId: old.id, expiresInDays: 90, overlap: "7d", now: later }),
+    ).rejects.toMatchObject({ code: "invalid_argument", message: expect.stringMatching(/already been replaced/) });
+    const stored = await db().apiKey.findUniqueOrThrow({ where: { id: old.id } });
+    expect(stored.retiresAt).toEqual(first.oldRetiresAt);
+    await expect(authenticateApiKey(`Bearer ${old.secret}`, new Date(now.getTime() + 3_600_000))).rejects.toMatchObject(
+      { code: "revoked_api_key" },
+    );
+    expect(await db().apiKey.count({ where: { buyerId: account.id, name: "test key" } })).toBe(2);
+  });
+
+  it("makes one replacement when the same key is replaced twice at once", async () => {
+    const account = await buyer("lifecycle-race");
+    const old = await apiKey(account.id);
+    const results = await Promise.allSettled(
+      [1, 2, 3].map(() => replaceApiKey({ buyerId: account.id, keyId: old.id, expiresInDays: 30, overlap: "24h" })),
+    );
+    expect(results.filter(({ status }) => status === "fulfilled")).toHaveLength(1);
+    expect(await db().apiKey.count({ where: { buyerId: account.id, name: "test key" } })).toBe(2);
+  });
+
   it("revokes at once when replaced with no overlap", async () => {
     const account = await buyer("lifecycle-none");
     const old = await apiKey(account.id);

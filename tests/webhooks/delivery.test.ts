@@ -81,7 +81,7 @@ describe("webhook deliveries (a real receiver on loopback, the real PostgreSQL)"
       const { endpointId, order: pending } = await subscribed("wh-retry", receiver.url);
       await setOrderStatus(pending.id, "delivered");
       const [message] = await messagesOf(endpointId);
-      const t0 = new Date("2026-11-23T10:00:00.000Z");
+      const t0 = message!.nextAttemptAt!;
       const first = await deliverMessage(message!.id, { now: () => t0 });
       expect(first).toEqual({ result: "retry", nextAttemptAt: new Date(t0.getTime() + 5_000), error: "answered 500" });
       const t1 = new Date(t0.getTime() + 5_000);
@@ -109,7 +109,8 @@ describe("webhook deliveries (a real receiver on loopback, the real PostgreSQL)"
       const { account, endpointId, order: pending } = await subscribed("wh-hang", receiver.url);
       await setOrderStatus(pending.id, "delivered");
       const [message] = await messagesOf(endpointId);
-      let clock = new Date("2026-11-23T10:00:00.000Z").getTime();
+      const firstAttempt = message!.nextAttemptAt!.getTime();
+      let clock = firstAttempt;
       const scheduled: number[] = [];
       for (let attempt = 0; attempt <= RETRY_DELAYS_MS.length; attempt++) {
         const outcome = await deliverMessage(message!.id, { now: () => new Date(clock), timeoutMs: 100 });
@@ -130,12 +131,13 @@ describe("webhook deliveries (a real receiver on loopback, the real PostgreSQL)"
       // The endpoint has been failing for about 27.6 hours: not yet disabled (that takes 3 days).
       const endpoint = await db().webhookEndpoint.findUniqueOrThrow({ where: { id: endpointId } });
       expect(endpoint.enabled).toBe(true);
-      expect(endpoint.failingSince).toEqual(new Date("2026-11-23T10:00:00.000Z"));
+      expect(endpoint.failingSince).toEqual(new Date(firstAttempt));
 
       // Three days after the first failure, the next failure disables it.
       await sendTestEvent(account.id, endpointId);
       const test = (await messagesOf(endpointId)).find(({ eventType }) => eventType === "webhook.test")!;
-      await deliverMessage(test.id, { now: () => new Date(Date.parse("2026-11-26T10:00:01.000Z")), timeoutMs: 100 });
+      const threeDaysLater = new Date(firstAttempt + 3 * 24 * 3_600_000 + 1000);
+      await deliverMessage(test.id, { now: () => threeDaysLater, timeoutMs: 100 });
       const disabled = await db().webhookEndpoint.findUniqueOrThrow({ where: { id: endpointId } });
       expect(disabled.enabled).toBe(false);
       expect(disabled.disabledReason).toMatch(/every delivery failed for 3 days/);

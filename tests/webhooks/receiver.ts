@@ -2,8 +2,8 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 
 export type Received = { headers: http.IncomingHttpHeaders; body: string; at: number };
-/** What the receiver answers to its n-th request (0-based): a status, or "hang" (never answers). */
-export type Answer = number | "hang";
+/** What the receiver answers to its n-th request (0-based): a status, a status with a body, or "hang" (never answers). */
+export type Answer = number | { status: number; body: string } | "hang";
 
 /** A real HTTP receiver on loopback that records every request and answers as told. */
 export async function startReceiver(answer: (index: number) => Answer = () => 200, host = "127.0.0.1") {
@@ -17,7 +17,9 @@ export async function startReceiver(answer: (index: number) => Answer = () => 20
       received.push({ headers: req.headers, body, at: Date.now() });
       const reply = answer(index);
       if (reply === "hang") return void hanging.add(res);
-      res.writeHead(reply, { "content-type": "text/plain" }).end(`answer ${reply}`);
+      const { status, body: answerBody } =
+        typeof reply === "number" ? { status: reply, body: `answer ${reply}` } : reply;
+      res.writeHead(status, { "content-type": "text/plain" }).end(answerBody);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, host, resolve));
