@@ -20,65 +20,91 @@
  */
 export type SlidingWindowResult = { success: boolean; limit: number; remaining: number; reset: number };
 
-type Counts = {
-  /** index of the fixed window `current` counts */
-  window: number;
-  current: number;
-  previous: number;
-  /** refused until this instant (ms since the epoch), inclusive, as the library's cache */
-  blockedUntil: number;
-};
+/**
+ * Each account's counts are one V8 small integer, not an object: the previous window's count, the
+ * current window's count and the parity of the window they belong to. 100,000 accounts in one window
+ * then cost a Map entry and the identifier each (tests/ratelimit/sliding-window-parity.test.ts
+ * measures the heap). Counts never exceed the limit, so COUNT_BITS bounds it.
+ */
+const COUNT_BITS = 14;
+const COUNT_MASK = (1 << COUNT_BITS) - 1;
+const pack = (window: number, current: number, previous: number) =>
+  (previous << (COUNT_BITS + 1)) | (current << 1) | (window & 1);
 
 export class InProcessSlidingWindow {
-  private readonly counts = new Map<string, Counts>();
-  private nextSweepAt = 0;
+  private readonly counts = new Map<string, number>();
+  /** Refused until this instant (ms since the epoch), inclusive, as the library's cache. */
+  private readonly blocked = new Map<string, number>();
+  /** The window of the last sweep: every entry of `counts` belongs to it or to the one before. */
+  private sweptWindow = Number.NEGATIVE_INFINITY;
 
   constructor(
     readonly limit: number,
     readonly windowMs: number,
-  ) {}
+  ) {
+    if (!Number.isInteger(limit) || limit < 1 || limit > COUNT_MASK) {
+      throw new RangeError(`the in-process limiter counts 1 to ${COUNT_MASK} requests per window, not ${limit}`);
+    }
+  }
 
+  /** `now` moves forward (Date.now() in the server): a window once swept is not revisited. */
   check(identifier: string, now = Date.now()): SlidingWindowResult {
     const window = Math.floor(now / this.windowMs);
     const reset = (window + 1) * this.windowMs;
-    if (now >= this.nextSweepAt) this.sweep(window, now);
+    if (window > this.sweptWindow) this.sweep(window, now);
 
-    let counts = this.counts.get(identifier);
-    if (counts && counts.blockedUntil >= now) {
-      return { success: false, limit: this.limit, remaining: 0, reset: counts.blockedUntil };
+    const blockedUntil = this.blocked.get(identifier);
+    if (blockedUntil !== undefined) {
+      if (blockedUntil >= now) return { success: false, limit: this.limit, remaining: 0, reset: blockedUntil };
+      this.blocked.delete(identifier);
     }
-    if (!counts) {
-      counts = { window, current: 0, previous: 0, blockedUntil: -1 };
-      this.counts.set(identifier, counts);
-    } else if (counts.window !== window) {
-      counts.previous = counts.window === window - 1 ? counts.current : 0;
-      counts.current = 0;
-      counts.window = window;
+    let current = 0;
+    let previous = 0;
+    const packed = this.counts.get(identifier);
+    if (packed !== undefined) {
+      const storedCurrent = (packed >> 1) & COUNT_MASK;
+      // After the sweep an entry is this window's (same parity) or the previous window's.
+      if ((packed & 1) === (window & 1)) {
+        current = storedCurrent;
+        previous = packed >> (COUNT_BITS + 1);
+      } else {
+        previous = storedCurrent;
+      }
     }
-    const weightedPrevious = Math.floor((1 - (now % this.windowMs) / this.windowMs) * counts.previous);
-    if (weightedPrevious + counts.current >= this.limit) {
-      counts.blockedUntil = reset;
+    const weightedPrevious = Math.floor((1 - (now % this.windowMs) / this.windowMs) * previous);
+    if (weightedPrevious + current >= this.limit) {
+      this.counts.set(identifier, pack(window, current, previous));
+      this.blocked.set(identifier, reset);
       return { success: false, limit: this.limit, remaining: 0, reset };
     }
-    counts.current += 1;
+    current += 1;
+    this.counts.set(identifier, pack(window, current, previous));
     return {
       success: true,
       limit: this.limit,
-      remaining: Math.max(0, this.limit - (counts.current + weightedPrevious)),
+      remaining: Math.max(0, this.limit - (current + weightedPrevious)),
       reset,
     };
   }
 
   /** How many identifiers it holds (for tests and the memory benchmark). */
   get size(): number {
-    return this.counts.size;
+    let size = this.counts.size;
+    for (const identifier of this.blocked.keys()) if (!this.counts.has(identifier)) size += 1;
+    return size;
   }
 
+  /** Drops counts older than the previous window and refusals whose reset has passed. */
   private sweep(window: number, now: number): void {
-    for (const [identifier, counts] of this.counts) {
-      if (counts.window < window - 1 && counts.blockedUntil < now) this.counts.delete(identifier);
+    if (window - this.sweptWindow >= 2) {
+      this.counts.clear();
+    } else {
+      // Entries are from sweptWindow (now the previous window: kept) or the one before it, whose
+      // parity is this window's: those can no longer matter.
+      for (const [identifier, packed] of this.counts) if ((packed & 1) === (window & 1)) this.counts.delete(identifier);
     }
-    this.nextSweepAt = (window + 1) * this.windowMs;
+    for (const [identifier, until] of this.blocked) if (until < now) this.blocked.delete(identifier);
+    this.sweptWindow = window;
   }
 }
 

@@ -5,6 +5,7 @@ import IORedis from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { remoteBackend } from "@/lib/ratelimit/backends";
 import { ExpiringBlockCache, InProcessSlidingWindow } from "@/lib/ratelimit/sliding-window";
+import { limiterHeap } from "@/tests/helpers/heap";
 
 const redisUrl = process.env.REDIS_URL;
 
@@ -114,6 +115,18 @@ describe.skipIf(!redisUrl)("the in-process sliding window against @upstash/ratel
 });
 
 describe("the in-process sliding window's memory", () => {
+  it("holds 100,000 accounts seen in one window in under 30 MB of heap, and gives it back within two windows", () => {
+    const heap = limiterHeap(new InProcessSlidingWindow(60, 60_000), { accounts: 100_000, windowMs: 60_000 });
+    const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
+    console.log(
+      `in-process limiter heap: ${mb(heap.filledBytes)} MB for ${heap.accounts} accounts ` +
+        `(${Math.round(heap.bytesPerAccount)} B each), ${mb(heap.afterTwoWindowsBytes)} MB two windows later`,
+    );
+    expect(heap.filledBytes).toBeGreaterThan(0);
+    expect(heap.filledBytes).toBeLessThan(30 * 1024 * 1024);
+    expect(Math.abs(heap.afterTwoWindowsBytes)).toBeLessThan(5 * 1024 * 1024);
+  });
+
   it("drops counts that can no longer matter: 100,000 accounts, two windows later, leave nothing behind", () => {
     const window = new InProcessSlidingWindow(60, 60_000);
     const start = 1_800_000_000_000;
