@@ -5,6 +5,8 @@ export default defineConfig({
   resolve: { alias: { "@": path.resolve(".") } },
   test: {
     include: ["tests/**/*.test.ts", "lib/**/*.test.ts"],
+    // The fault-injection suite runs on its own: npm run test:faults (vitest.faults.config.ts).
+    exclude: ["tests/faults/**", "**/node_modules/**"],
     globalSetup: ["tests/global-setup.ts"],
     testTimeout: 60_000,
     hookTimeout: 120_000,

@@ -14,6 +14,7 @@ export function Dialog({
   children,
   requireExplicitClose = false,
   finalFocus,
+  wide = false,
 }: {
   open: boolean;
   title: string;
@@ -23,6 +24,8 @@ export function Dialog({
   requireExplicitClose?: boolean;
   /** Where focus goes once it closes, when the element that opened it is gone or hidden. */
   finalFocus?: () => HTMLElement | null;
+  /** As wide as the screen allows, up to 72rem (a table of data), instead of 36rem. */
+  wide?: boolean;
 }) {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
@@ -43,11 +46,11 @@ export function Dialog({
       aria-labelledby={titleId}
       onClose={closed}
       onCancel={(event) => requireExplicitClose && event.preventDefault()}
-      className="m-auto w-[min(36rem,calc(100vw-2rem))] rounded-lg border border-slate-200 p-0 shadow-xl backdrop:bg-slate-900/50"
+      className={`m-auto ${wide ? "w-[min(72rem,calc(100vw-2rem))]" : "w-[min(36rem,calc(100vw-2rem))]"} rounded-lg border border-slate-200 p-0 shadow-xl backdrop:bg-slate-900/50`}
     >
       {open && (
         <div className="space-y-4 p-6">
-          <h2 id={titleId} className="text-lg font-semibold">
+          <h2 id={titleId} className="text-lg font-semibold break-words">
             {title}
           </h2>
           {children}

@@ -15,6 +15,7 @@ export function ShownOnceDialog({
   title,
   warning,
   details,
+  afterValue,
   valueTestId,
   copyLabel,
   closeLabel = "I have stored it",
@@ -28,6 +29,8 @@ export function ShownOnceDialog({
   warning: ReactNode;
   /** What the secret belongs to, shown above it. */
   details?: ReactNode;
+  /** A second use of the secret, shown below it: the copy button stays the first thing focused. */
+  afterValue?: ReactNode;
   valueTestId: string;
   copyLabel: string;
   closeLabel?: string;
@@ -49,6 +52,7 @@ export function ShownOnceDialog({
         </code>
         <CopyButton value={value ?? ""} label={copyLabel} />
       </div>
+      {afterValue}
       <div className="flex justify-end">
         <Button onClick={onClose}>{closeLabel}</Button>
       </div>

@@ -84,6 +84,11 @@ test("a key can be created with the keyboard alone", async ({ page }) => {
   await page.keyboard.press("Escape");
   await expect(shown).toBeVisible();
   await expect(shown.getByRole("button", { name: "Copy API key" })).toBeFocused();
+  // Next come the sharing profile's download and its "how" link, then the close button.
+  await page.keyboard.press("Tab");
+  await expect(shown.getByRole("button", { name: "Download sharing profile" })).toBeFocused();
+  await page.keyboard.press("Tab");
+  await expect(shown.getByRole("link", { name: "how" })).toBeFocused();
   await page.keyboard.press("Tab");
   await expect(shown.getByRole("button", { name: "I have stored it" })).toBeFocused();
   await page.keyboard.press("Enter");

@@ -3,6 +3,7 @@ import { promises as fs } from "node:fs";
 import path from "node:path";
 import { test as base, expect, type Page } from "@playwright/test";
 import PostalMime from "postal-mime";
+import { db } from "../lib/db/client";
 import { buyer, order } from "../tests/helpers/fixtures";
 
 /**
@@ -29,6 +30,56 @@ export async function buyerWithOrders(label: string) {
     files: deliveredFiles,
   });
   return { ...account, delivered, deliveredFiles, refunded, refundedFiles, unfinished };
+}
+
+/** Products with more columns than a phone shows side by side: the preview's table must scroll in its own box. */
+export const PRODUCTS = Array.from({ length: 120 }, (_, i) => ({
+  id: i + 1,
+  name: `Product ${i + 1}`,
+  category: ["kitchen", "garden", "office"][i % 3]!,
+  price: (i + 1) * 1.25,
+  in_stock: i % 4 !== 0,
+  listed_at: `2026-10-${String((i % 28) + 1).padStart(2, "0")} 08:00:00`,
+  description: `A well-made product number ${i + 1}, sold by the piece and shipped within two days`,
+  note: i % 10 === 0 ? null : `note ${i + 1}`,
+}));
+
+const csvField = (value: unknown) =>
+  value === null ? "" : /[",\n]/.test(String(value)) ? `"${String(value).replaceAll('"', '""')}"` : String(value);
+
+const productsCsv = () =>
+  [Object.keys(PRODUCTS[0]!), ...PRODUCTS.map((product) => Object.values(product))]
+    .map((fields) => fields.map(csvField).join(","))
+    .join("\n") + "\n";
+
+/**
+ * A buyer with a delivered order of data files, profiled by the server's job worker: a CSV of
+ * PRODUCTS (with its Parquet rendition), a CSV that cannot be read, and a binary file.
+ */
+export async function buyerWithDataOrder(label: string) {
+  const account = await buyer(label);
+  const delivered = await order(account.id, {
+    name: `${label}: product data`,
+    files: {
+      "products.csv": Buffer.from(productsCsv()),
+      "ragged.csv": Buffer.from("a,b\n1,2\n3,4,5\n6\n"),
+      "photos.bin": randomBytes(2048),
+    },
+  });
+  await whenProfiled(delivered.id);
+  return { ...account, delivered };
+}
+
+/** Waits until the job worker has profiled an order's data files and made every rendition asked for. */
+export async function whenProfiled(orderId: string, timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const pending = async () =>
+    (await db().orderFile.count({ where: { orderId, profileStatus: "pending" } })) +
+    (await db().fileRendition.count({ where: { file: { orderId }, status: "pending" } }));
+  while ((await pending()) > 0) {
+    if (Date.now() > deadline) throw new Error(`Order ${orderId} was not profiled within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
 }
 
 type Mail = { to: string[]; subject: string; text: string };

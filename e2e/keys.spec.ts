@@ -1,3 +1,4 @@
+import { promises as fs } from "node:fs";
 import { API_KEY_EXPIRY_DAYS } from "../lib/keys";
 import { buyerWithOrders, expect, screenshot, signIn, test } from "./helpers";
 
@@ -21,6 +22,26 @@ test("a key's secret is shown once, works with the API, and stops working when r
   const secret = (await shown.getByTestId("new-key-secret").textContent())!.trim();
   expect(secret).toMatch(/^dak_[0-9A-Za-z]{38}$/);
   await screenshot(page, "key-secret-shown-once");
+
+  // The same key as a Delta Sharing profile file, made in the browser while the secret is shown.
+  const [download] = await Promise.all([
+    page.waitForEvent("download"),
+    shown.getByRole("button", { name: "Download sharing profile" }).click(),
+  ]);
+  expect(download.suggestedFilename()).toBe("dataset-access.share");
+  const profile = JSON.parse(await fs.readFile((await download.path())!, "utf8"));
+  expect(profile).toEqual({
+    shareCredentialsVersion: 1,
+    endpoint: `${new URL(page.url()).origin}/api/delta-sharing`,
+    bearerToken: secret,
+    expirationTime: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
+  });
+  // 90 days from now, as chosen.
+  expect(Math.abs(Date.parse(profile.expirationTime) - (Date.now() + 90 * 86_400_000))).toBeLessThan(600_000);
+  const shares = await request.get(`${profile.endpoint}/shares`, {
+    headers: { Authorization: `Bearer ${profile.bearerToken}` },
+  });
+  expect(await shares.json()).toMatchObject({ items: [{ name: "orders" }] });
   await shown.getByRole("button", { name: "I have stored it" }).click();
 
   const row = page.getByTestId("key-row").filter({ hasText: "warehouse-sync" });
@@ -37,7 +58,8 @@ test("a key's secret is shown once, works with the API, and stops working when r
   const ids = ((await listed.json()) as { data: { id: string }[] }).data.map((order) => order.id);
   expect(ids).toEqual([account.delivered.id, account.refunded.id, account.unfinished.id]);
 
-  // The usage chart counts what the key just did (written within seconds): a 200 and a 404.
+  // The usage chart counts what the key just did (written within seconds): the Delta Sharing
+  // request above, a 200 and a 404.
   const missing = await request.get("/api/v1/orders/ord_00000000000000000000000000000000", {
     headers: { Authorization: `Bearer ${secret}` },
   });
@@ -51,8 +73,8 @@ test("a key's secret is shown once, works with the API, and stops working when r
       },
       { timeout: 20_000, intervals: [1_000] },
     )
-    .toBe("2");
-  await expect(usage.getByTestId("usage-chart")).toHaveAttribute("data-total", "2");
+    .toBe("3");
+  await expect(usage.getByTestId("usage-chart")).toHaveAttribute("data-total", "3");
   await usage.getByText("Show the numbers").click();
   await expect(usage.getByRole("row").filter({ hasText: day(0) })).toContainText("1");
   await screenshot(page, "keys-usage");

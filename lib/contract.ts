@@ -20,6 +20,21 @@ export const NAME_MAX_LENGTH = 100;
 /** Control characters (NUL, DEL, ...): refused in names, labels and URLs people type (PostgreSQL cannot store NUL). */
 export const CONTROL_CHARACTERS = /\p{Cc}/u;
 
+/**
+ * Text from outside (a webhook receiver's answer, an error it caused) made fit to store and show:
+ * control characters other than tab and newline become U+FFFD (PostgreSQL refuses NUL outright),
+ * and so do lone surrogates.
+ */
+export function storableText(text: string): string {
+  return text.toWellFormed().replace(/(?![\t\n])\p{Cc}/gu, "\uFFFD");
+}
+
+/**
+ * A delivered file's name: one path segment, at most this many bytes of UTF-8: file systems take
+ * 255, and the clients' partial download `<name>.part.etag` needs 10 more.
+ */
+export const FILE_NAME_MAX_BYTES = 245;
+
 /** `limit` of the order list: 1 to 50, 20 when not given. */
 export const ORDER_PAGE_SIZE = { min: 1, max: 50, default: 20 } as const;
 

@@ -21,6 +21,12 @@ export type ErrorCode =
   | "social_allowance_exhausted"
   | "social_unavailable"
   | "service_unavailable"
+  | "preview_not_available"
+  | "rendition_pending"
+  // Delta Sharing (lib/sharing): the protocol's own codes are made from these
+  | "sharing_not_found"
+  | "sharing_malformed_request"
+  | "sharing_unsupported"
   // Signed download links and routing
   | "download_link_invalid"
   | "download_link_expired"

@@ -9,7 +9,14 @@ import { closeJobQueue } from "../lib/jobs";
 import { prepareDatabase } from "../lib/db/runtime";
 import { AppError } from "../lib/errors";
 import { apiKeyExpiryDaysSchema, apiKeyPermissionSchema, createApiKey, revokeApiKey } from "../lib/keys";
-import { addOrderFile, createOrder, registerStoredObject, setOrderStatus } from "../lib/orders/admin";
+import { profileFiles } from "../lib/datasets/profile";
+import {
+  addOrderFile,
+  createOrder,
+  findOrderForOperator,
+  registerStoredObject,
+  setOrderStatus,
+} from "../lib/orders/admin";
 import { migrateLocalFilesToS3, type MigrationProgress } from "../lib/storage/migrate";
 import { orderStatusSchema } from "../lib/orders/status";
 import {
@@ -93,6 +100,21 @@ const commands: Record<string, Command> = {
       return {
         json: { id: file.id, name: file.name, size: file.size, sha256: file.sha256, content_type: file.contentType },
         text: `Added file ${file.id} "${file.name}" (${file.size} bytes, ${file.contentType}, sha256 ${file.sha256})`,
+      };
+    },
+  ),
+
+  "files:profile": command(
+    "(--order ID | --all)",
+    z
+      .object({ order: text.optional(), all: z.boolean().optional() })
+      .refine(({ order, all }) => Boolean(order) !== Boolean(all), "Give either --order ID or --all."),
+    async ({ order, all }) => {
+      if (order) await findOrderForOperator(order);
+      const run = await profileFiles(all ? "all" : { orderId: order! });
+      return {
+        json: run,
+        text: `Profiled ${run.profiled} files; ${run.failed} could not be read (see their profile_error); ${run.skipped} skipped (binary or already profiled).`,
       };
     },
   ),

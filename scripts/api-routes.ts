@@ -2,7 +2,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { NextApiRequest } from "next";
 import { serveOpenApiDocument } from "../lib/api/openapi-route";
 import unknownApiPath from "../pages/api/v1/[[...unknown]]";
-import downloadFile from "../pages/api/v1/orders/[id]/files/[fileId]";
+import downloadFile from "../pages/api/v1/orders/[id]/files/[fileId]/index";
+import filePreview from "../pages/api/v1/orders/[id]/files/[fileId]/preview";
 import getOrder from "../pages/api/v1/orders/[id]/index";
 import listOrders from "../pages/api/v1/orders/index";
 import socialProfile from "../pages/api/v1/scrape/[platform]/profile";
@@ -20,6 +21,7 @@ const ROUTES: [RegExp, string[], Handler][] = [
   [/^\/api\/v1\/orders$/, [], listOrders as Handler],
   [/^\/api\/v1\/orders\/([^/]+)$/, ["id"], getOrder as Handler],
   [/^\/api\/v1\/orders\/([^/]+)\/files\/([^/]+)$/, ["id", "fileId"], downloadFile as Handler],
+  [/^\/api\/v1\/orders\/([^/]+)\/files\/([^/]+)\/preview$/, ["id", "fileId"], filePreview as Handler],
   [/^\/api\/v1\/scrape\/([^/]+)\/profile$/, ["platform"], socialProfile as Handler],
   [/^\/api\/v1\/openapi\.json$/, [], serveOpenApiDocument as Handler],
 ];

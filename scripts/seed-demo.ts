@@ -3,6 +3,9 @@ import { Readable } from "node:stream";
 import { createBuyer } from "../lib/buyers";
 import { db } from "../lib/db/client";
 import { DEMO_EMAIL } from "../lib/docs/examples";
+import { closeDatasetEngine } from "../lib/datasets/engine";
+import { profileStoredFile } from "../lib/datasets/profile";
+import { makeRendition } from "../lib/datasets/renditions";
 import { addOrderFile, createOrder } from "../lib/orders/admin";
 import type { OrderStatus } from "../lib/orders/status";
 import { enableSocialAccess, importSocialProfiles } from "../lib/social/admin";
@@ -81,6 +84,14 @@ export async function seedDemo(log: (message: string) => void = console.log): Pr
       },
     });
   }
+  // Profiled and made into Parquet now, so the demo's previews, renditions and the API reference's
+  // examples are there, final, from the first page.
+  const files = await db().orderFile.findMany({ where: { order: { buyerId: buyer.id } }, select: { id: true } });
+  for (const file of files) {
+    if ((await profileStoredFile(file.id, { queueRendition: false })) === "ready")
+      await makeRendition(file.id, "parquet");
+  }
+  await closeDatasetEngine();
   await enableSocialAccess(buyer.id, 1000, 30);
   const report = await importSocialProfiles(path.resolve("prisma/seed/social-profiles.ndjson"));
   log(`Demo data loaded: buyer ${DEMO_EMAIL}, ${DEMO_ORDERS.length} orders, ${report.imported} social profiles.`);

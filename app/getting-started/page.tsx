@@ -1,14 +1,47 @@
 import type { Metadata } from "next";
 import Link from "next/link";
+import type { ReactNode } from "react";
 import { CodeBlock } from "@/components/code-block";
 import { linkClass } from "@/components/ui";
+import {
+  clientSyncCommands,
+  downloadFileCommand,
+  exportKeyCommand,
+  listOrdersCommand,
+  readOrderCommand,
+} from "@/lib/docs/commands";
+import { SHARING_PATH, SHARING_PROFILE_FILE_NAME } from "@/lib/sharing/profile";
 import { siteOrigin } from "@/lib/site";
 
 export const metadata: Metadata = { title: "Getting started" };
 
+/** Delta Sharing: the tools data teams already have, reading orders with the profile file. */
+function deltaSharingStep(origin: string): { id: string; title: string; body: ReactNode; code: string } {
+  const table = `${SHARING_PROFILE_FILE_NAME}#orders.ord_....fil_...`;
+  return {
+    id: "delta-sharing",
+    title: "8. Read orders from pandas, Spark or Power BI",
+    body: (
+      <>
+        Every order is also served over Delta Sharing, the open protocol those tools speak: one share,{" "}
+        <code>orders</code>; one schema per delivered order (its id); one table per data file (its id). Create a{" "}
+        <code>datasets:read</code> key and choose <strong>Download sharing profile</strong> while it is shown. Python
+        needs <code>pip install delta-sharing</code>; Power BI&apos;s Delta Sharing connector takes the URL and the key.
+      </>
+    ),
+    code: [
+      `# pandas`,
+      `delta_sharing.load_as_pandas("${table}")`,
+      `# Spark`,
+      `spark.read.format("deltaSharing").load("${table}")`,
+      `# Power BI: Get data > Delta Sharing, server URL ${origin}${SHARING_PATH}, token: the key`,
+    ].join("\n"),
+  };
+}
+
 export default async function GettingStartedPage() {
   const origin = await siteOrigin();
-  const steps = [
+  const steps: { id?: string; title: string; body: ReactNode; code: string }[] = [
     {
       title: "1. Create a key",
       body: (
@@ -22,7 +55,7 @@ export default async function GettingStartedPage() {
           code.
         </>
       ),
-      code: `export DATASET_ACCESS_KEY=dak_...   # the secret, from your secret store`,
+      code: exportKeyCommand,
     },
     {
       title: "2. Sync with a client",
@@ -36,14 +69,7 @@ export default async function GettingStartedPage() {
           , with the <code>dataset-access</code> command.
         </>
       ),
-      code: [
-        `export DATASET_ACCESS_URL=${origin}`,
-        `# Python 3.9+, nothing to install:`,
-        `curl -O ${origin}/clients/dataset_access.py`,
-        `python3 dataset_access.py sync --dir ./datasets`,
-        `# Node.js 20+ (@dataset-access/client):`,
-        `npx dataset-access sync --dir ./datasets`,
-      ].join("\n"),
+      code: clientSyncCommands(origin),
     },
     {
       title: "3. Or call the API: list your orders",
@@ -53,14 +79,14 @@ export default async function GettingStartedPage() {
           is <code>null</code>.
         </>
       ),
-      code: `curl -H "Authorization: Bearer $DATASET_ACCESS_KEY" \\\n  "${origin}/api/v1/orders?limit=50&offset=0"`,
+      code: listOrdersCommand(origin),
     },
     {
       title: "4. Read one order",
       body: (
         <>Its status and its files (name, size, type, SHA-256). Files are downloadable only while it is delivered.</>
       ),
-      code: `curl -H "Authorization: Bearer $DATASET_ACCESS_KEY" \\\n  ${origin}/api/v1/orders/ord_...`,
+      code: readOrderCommand(origin),
     },
     {
       title: "5. Download a file",
@@ -70,8 +96,42 @@ export default async function GettingStartedPage() {
           Resume a broken download with <code>-C -</code>, and check the SHA-256 against the order&apos;s file list.
         </>
       ),
-      code: `curl -L -OJ -H "Authorization: Bearer $DATASET_ACCESS_KEY" \\\n  ${origin}/api/v1/orders/ord_.../files/fil_...\nsha256sum products.csv`,
+      code: `${downloadFileCommand(origin)}\nsha256sum products.csv`,
     },
+    {
+      title: "6. Look inside before you download",
+      body: (
+        <>
+          Every CSV, TSV, JSON, JSON Lines and Parquet file is profiled after delivery: its <code>format</code>,{" "}
+          <code>rows</code> and <code>columns</code> are in the order&apos;s file list, and <code>/preview</code> gives
+          its first rows (up to 100):{" "}
+          <Link href="/docs/api#previewFile" className={linkClass}>
+            a real answer from the demo
+          </Link>
+          .
+        </>
+      ),
+      code: `curl -H "Authorization: Bearer $DATASET_ACCESS_KEY" \\\n  "${origin}/api/v1/orders/ord_.../files/fil_.../preview?limit=5"`,
+    },
+    {
+      title: "7. Get the data as Parquet, CSV or JSON Lines",
+      body: (
+        <>
+          Add <code>format=parquet</code> (or <code>csv</code>, <code>jsonl</code>) to a download, or{" "}
+          <code>--format</code> to a client&apos;s <code>download</code> and <code>sync</code>: each rendition has its
+          own SHA-256, checked by the clients. While one is being made the API answers 202 with <code>Retry-After</code>
+          ; the clients wait. Then one line reads it into pandas (Python client, pandas installed) or DuckDB.
+        </>
+      ),
+      code: [
+        `curl -L -OJ -H "Authorization: Bearer $DATASET_ACCESS_KEY" \\`,
+        `  "${origin}/api/v1/orders/ord_.../files/fil_...?format=parquet"`,
+        `python3 dataset_access.py download ord_... fil_... --format parquet`,
+        `# pandas: df = dataset_access.Client().read_pandas("ord_...", "fil_...")`,
+        `# DuckDB: duckdb.sql("SELECT * FROM 'products.parquet'").df()`,
+      ].join("\n"),
+    },
+    deltaSharingStep(origin),
   ];
   return (
     <article className="space-y-8">
@@ -84,7 +144,7 @@ export default async function GettingStartedPage() {
         </p>
       </header>
       {steps.map((step) => (
-        <section key={step.title} className="space-y-3">
+        <section key={step.title} id={step.id} className="scroll-mt-20 space-y-3">
           <h2 className="text-lg font-semibold">{step.title}</h2>
           <p className="max-w-3xl text-slate-700">{step.body}</p>
           <CodeBlock

@@ -56,12 +56,17 @@ function webRequest(req: IncomingMessage, res: ServerResponse, stream: boolean):
     });
     signal = client.signal;
   }
+  return new Request(requestUrl(req), { method: req.method, headers: webHeaders(req), signal });
+}
+
+/** Node's request headers as web Headers. */
+export function webHeaders(req: IncomingMessage): Headers {
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
     if (typeof value === "string") headers.set(name, value);
     else if (Array.isArray(value)) value.forEach((item) => headers.append(name, item));
   }
-  return new Request(requestUrl(req), { method: req.method, headers, signal });
+  return headers;
 }
 
 /** The request's URL; a Host header that is not a host name does not make it fail. */

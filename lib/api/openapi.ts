@@ -2,11 +2,14 @@ import { OpenAPIRegistry, OpenApiGeneratorV31, type ResponseConfig } from "@aste
 import type { ZodType } from "zod";
 import { DATASETS_RATE_LIMIT, DOWNLOAD_LINK_TTL_SECONDS } from "../contract";
 import {
+  downloadQuerySchema,
   filePathSchema,
   listOrdersQuerySchema,
   orderPageSchema,
   orderPathSchema,
   orderSchema,
+  previewQuerySchema,
+  previewSchema,
   problemSchema,
   socialPathSchema,
   socialProfileQuerySchema,
@@ -101,11 +104,40 @@ export function buildOpenApiDocument(serverUrl: string) {
       "the store (same lifetime, same Content-Disposition and type; Range and ETag are the store's, and the ETag is " +
       "then the store's, not the sha256). That URL is signed for GET only: HEAD works on the server's own links " +
       "(local storage), not on a presigned URL.",
-    request: { params: filePathSchema },
+    request: { params: filePathSchema, query: downloadQuerySchema },
     responses: responses(
-      { 302: { description: "Redirect to the signed download URL (Location header).", headers: RATE_LIMIT_HEADERS } },
-      ["order_not_found", "file_not_found", "order_not_delivered"],
+      {
+        302: { description: "Redirect to the signed download URL (Location header).", headers: RATE_LIMIT_HEADERS },
+        202: {
+          description:
+            "`?format=` asked for a rendition that is being made (code `rendition_pending`): ask again after Retry-After seconds.",
+          headers: {
+            ...RATE_LIMIT_HEADERS,
+            "Retry-After": { description: "Seconds to wait.", schema: { type: "string" } },
+          },
+          content: { "application/problem+json": { schema: problemSchema } },
+        },
+      },
+      ["invalid_request", "order_not_found", "file_not_found", "preview_not_available", "order_not_delivered"],
     ),
+  });
+  registry.registerPath({
+    method: "get",
+    path: "/orders/{id}/files/{fileId}/preview",
+    operationId: "previewFile",
+    summary: "Read the first rows of a data file",
+    description:
+      "The columns and first rows of a CSV, TSV, JSON, JSON Lines or Parquet file (gzip-compressed text too), as profiled " +
+      "after delivery, and its row count. Same checks as the download; binary files and files whose profile failed " +
+      "or is not done yet answer 404 `preview_not_available`.",
+    request: { params: filePathSchema, query: previewQuerySchema },
+    responses: responses(ok("The first rows.", previewSchema), [
+      "invalid_request",
+      "order_not_found",
+      "file_not_found",
+      "preview_not_available",
+      "order_not_delivered",
+    ]),
   });
 
   const allowanceHeader = (description: string) => ({ description, schema: { type: "string" as const } });

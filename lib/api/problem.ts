@@ -55,6 +55,12 @@ export const API_ERRORS = {
     meaning: "The social platform is not one the API supports.",
   },
   profile_not_found: { status: 404, title: "Profile not found", meaning: "No stored profile for that handle." },
+  preview_not_available: {
+    status: 404,
+    title: "Preview not available",
+    meaning:
+      "The file has no readable data: it is binary, its profile failed, or it is not profiled yet (the detail says which). Download the original instead.",
+  },
   not_found: { status: 404, title: "Not found", meaning: "No such API path." },
   method_not_allowed: {
     status: 405,
@@ -65,6 +71,11 @@ export const API_ERRORS = {
     status: 409,
     title: "Order not delivered",
     meaning: "Files of refunded or unfinished orders cannot be downloaded (the detail names the status).",
+  },
+  rendition_pending: {
+    status: 202,
+    title: "Rendition pending",
+    meaning: "The file in the asked format is being made. Ask again after Retry-After seconds.",
   },
   download_link_expired: {
     status: 410,
@@ -140,7 +151,7 @@ export function problemResponse(error: unknown, requestId: string, headers: Head
 }
 
 /** How long a client should wait after the database failed it: a restart or failover takes seconds. */
-const DATABASE_RETRY_AFTER_SECONDS = 5;
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
 
 function describe(
   error: unknown,
@@ -175,7 +186,7 @@ function describe(
  * Connection-level failures of PostgreSQL and its deadlines (lib/db/timeouts.ts), as driver errors
  * or Prisma's wrapping of them (which keeps the driver's message).
  */
-function isDatabaseUnavailable(error: unknown): boolean {
+export function isDatabaseUnavailable(error: unknown): boolean {
   // SQLSTATE classes 08 (connection exception), 57014 (query_canceled: statement_timeout),
   // 57P01-03 (shut down, cannot connect now), 53300 (too many connections).
   const code = (error as { code?: unknown })?.code;

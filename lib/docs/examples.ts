@@ -1,5 +1,6 @@
 import { DOWNLOAD_LINK_TTL_SECONDS } from "../contract";
 import { db } from "../db/client";
+import { filePreview } from "../datasets/access";
 import { orderJson, orderPageJson } from "../orders/queries";
 import type { OpenApiDocument } from "./reference";
 import { exampleOf } from "./reference";
@@ -14,8 +15,12 @@ export type ApiExamples = {
   listOrders: { path: string; body: string };
   getOrder: { path: string; body: string };
   downloadFile: { path: string; fileName: string };
+  previewFile: { path: string; body: string };
   getSocialProfile: { path: string; body: string };
 };
+
+/** Rows the preview example asks for: enough to see the data, short enough to read. */
+const PREVIEW_EXAMPLE_ROWS = 3;
 
 const pretty = (json: string | unknown) => JSON.stringify(typeof json === "string" ? JSON.parse(json) : json, null, 2);
 
@@ -50,6 +55,10 @@ async function demoExamples(): Promise<ApiExamples | undefined> {
     listOrders: { path: "/orders?limit=2", body: pretty(await orderPageJson(buyer.id, { limit: 2, offset: 0 })) },
     getOrder: { path: `/orders/${delivered.id}`, body: pretty(await orderJson(buyer.id, delivered.id)) },
     downloadFile: { path: `/orders/${delivered.id}/files/${file.id}`, fileName: file.name },
+    previewFile: {
+      path: `/orders/${delivered.id}/files/${file.id}/preview?limit=${PREVIEW_EXAMPLE_ROWS}`,
+      body: pretty(await filePreview(buyer.id, delivered.id, file.id, PREVIEW_EXAMPLE_ROWS)),
+    },
     getSocialProfile: {
       path: `/scrape/${profile.platform}/profile?handle=${encodeURIComponent(profile.handle)}`,
       body: pretty({
@@ -71,6 +80,10 @@ function schemaExamples(document: OpenApiDocument): ApiExamples {
     listOrders: { path: "/orders?limit=2", body: pretty(exampleOf(document, schemas.OrderPage)) },
     getOrder: { path: `/orders/${order.id}`, body: pretty(order) },
     downloadFile: { path: `/orders/${order.id}/files/${order.files[0]!.id}`, fileName: order.files[0]!.name },
+    previewFile: {
+      path: `/orders/${order.id}/files/${order.files[0]!.id}/preview?limit=${PREVIEW_EXAMPLE_ROWS}`,
+      body: pretty(exampleOf(document, schemas.Preview)),
+    },
     getSocialProfile: {
       path: `/scrape/${profile.platform}/profile?handle=${profile.handle}`,
       body: pretty(exampleOf(document, schemas.SocialProfile)),

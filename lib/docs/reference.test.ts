@@ -30,7 +30,13 @@ describe("the API reference's view of the OpenAPI document", () => {
 
   it("gives each endpoint its success body and its error statuses", () => {
     const endpoints = endpointViews(document);
-    expect(endpoints.map(({ id }) => id)).toEqual(["listOrders", "getOrder", "downloadFile", "getSocialProfile"]);
+    expect(endpoints.map(({ id }) => id)).toEqual([
+      "listOrders",
+      "getOrder",
+      "downloadFile",
+      "previewFile",
+      "getSocialProfile",
+    ]);
     const list = endpoints[0]!;
     expect(list.success).toEqual([
       expect.objectContaining({
@@ -44,7 +50,11 @@ describe("the API reference's view of the OpenAPI document", () => {
       ["limit", false],
       ["offset", false],
     ]);
-    expect(endpoints[2]!.success.map(({ status, body }) => [status, body])).toEqual([["302", undefined]]);
+    // The download: 302 to the bytes, or 202 (a problem body, rendition_pending) while a ?format= is made.
+    expect(endpoints[2]!.success.map(({ status, body }) => [status, body])).toEqual([
+      ["202", { text: "Problem", ref: "Problem" }],
+      ["302", undefined],
+    ]);
   });
 
   it("builds examples that the response schemas accept", () => {

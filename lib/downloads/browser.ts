@@ -1,29 +1,76 @@
 import { noStoreRedirect, plainNotFound } from "../api/responses";
+import type { ActionResult } from "../auth/buyer-action";
+import { downloadTargetFor, filePreview, type Preview } from "../datasets/access";
+import { RENDITION_FORMATS, type RenditionFormat } from "../datasets/formats";
 import { AppError } from "../errors";
-import { getDownloadableFile } from "../orders/queries";
 import { publicOrigin } from "../site";
 import { downloadUrl } from "./serve";
 
+/** What the dashboard or a share page may reach: one file of one of the buyer's orders. */
+type BrowserTarget = { buyerId: string; orderId: string; fileId: string };
+
+/** Rows a preview in the browser shows: a first look, the download has the rest. */
+export const BROWSER_PREVIEW_ROWS = 20;
+
 /**
  * A download started in a browser (the dashboard or a share page) for a file the caller may
- * reach: a redirect to the same short-lived signed link as the API; for an order that is not
- * delivered, back to `orderPage` with `?refused`, which says why; anything else a plain 404.
+ * reach: a redirect to the same short-lived signed link as the API, of the original or, with
+ * `?format=parquet|csv|jsonl`, of that rendition. Back to `orderPage` where the page can say why:
+ * `?refused` for an order that is not delivered, `?preparing=<file>&format=` for a rendition
+ * still being made. Anything else a plain 404.
  */
 export async function browserDownload(
   request: Request,
-  target: { buyerId: string; orderId: string; fileId: string; orderPage: string },
+  target: BrowserTarget & { orderPage: string },
   /** Called once the file is handed out (e.g. to count a share link's downloads). */
   onHandedOut?: () => Promise<void>,
 ): Promise<Response> {
   const origin = publicOrigin(request);
+  const asked = new URL(request.url).searchParams.get("format") ?? undefined;
+  const format = renditionFormatOf(asked);
+  if (asked !== undefined && !format) {
+    return plainNotFound(`No such format here: ask for ${RENDITION_FORMATS.join(", ")}.`);
+  }
   try {
-    const file = await getDownloadableFile(target.buyerId, target.orderId, target.fileId);
+    const file = await downloadTargetFor(target.buyerId, target.orderId, target.fileId, format);
     const location = await downloadUrl(file, origin);
     await onHandedOut?.();
     return noStoreRedirect(location);
   } catch (error) {
     if (!(error instanceof AppError)) throw error;
     if (error.code === "order_not_delivered") return noStoreRedirect(`${origin}${target.orderPage}?refused`, 303);
+    if (error.code === "rendition_pending") {
+      const preparing = new URLSearchParams({ preparing: target.fileId, format: format! });
+      return noStoreRedirect(`${origin}${target.orderPage}?${preparing}`, 303);
+    }
+    if (error.code === "preview_not_available") return plainNotFound(error.message);
     return plainNotFound("No such order or file here.");
   }
 }
+
+export type PreviewResult = ActionResult<{ preview: Preview }>;
+
+/** A file's first rows for a preview in the browser: the API's checks, a refusal as a message to show. */
+export async function browserPreview(target: BrowserTarget): Promise<PreviewResult> {
+  try {
+    return {
+      ok: true,
+      preview: await filePreview(target.buyerId, target.orderId, target.fileId, BROWSER_PREVIEW_ROWS),
+    };
+  } catch (error) {
+    if (error instanceof AppError) return { ok: false, error: error.message };
+    throw error;
+  }
+}
+
+/** The rendition a page was sent back for by browserDownload (`?preparing=<file>&format=`), if its query names one. */
+export function preparingRendition(query: {
+  preparing?: string;
+  format?: string;
+}): { fileId: string; format: RenditionFormat } | undefined {
+  const format = renditionFormatOf(query.format);
+  return query.preparing && format ? { fileId: query.preparing, format } : undefined;
+}
+
+const renditionFormatOf = (value: string | undefined): RenditionFormat | undefined =>
+  RENDITION_FORMATS.find((known) => known === value);

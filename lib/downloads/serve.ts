@@ -3,6 +3,7 @@ import { Readable } from "node:stream";
 import { problemResponse } from "../api/problem";
 import { DOWNLOAD_LINK_TTL_SECONDS } from "../contract";
 import { db } from "../db/client";
+import { RENDITION_CONTENT_TYPES, RENDITION_FORMATS, renditionName } from "../datasets/formats";
 import { AppError } from "../errors";
 import { isTypedId } from "../ids";
 import { notDelivered } from "../orders/queries";
@@ -60,23 +61,8 @@ export async function serveDownload(
 }
 
 async function respond(request: Request, token: string, now: Date, requestId: string): Promise<Response> {
-  const { fileId } = verifyDownloadToken(token, now);
-  // Only this server signs tokens, but a malformed id must never reach PostgreSQL (a NUL byte is an error there).
-  if (!isTypedId("fil", fileId)) throw new AppError("file_not_found", "This file no longer exists.");
-  const file = await db().orderFile.findUnique({
-    where: { id: fileId },
-    select: {
-      id: true,
-      name: true,
-      size: true,
-      contentType: true,
-      sha256: true,
-      storageKey: true,
-      createdAt: true,
-      order: { select: { id: true, status: true } },
-    },
-  });
-  if (!file) throw new AppError("file_not_found", `File ${fileId} no longer exists.`);
+  const { fileId: servedId } = verifyDownloadToken(token, now);
+  const file = await servedObject(servedId);
   if (file.order.status !== "delivered") throw notDelivered(file.order.id, file.order.status);
   // Moved to object storage since this link was made (storage:migrate): the store serves it.
   if (driverOf(file.storageKey) === "s3") return noStoreRedirect(await downloadUrl(file, "", now));
@@ -124,6 +110,52 @@ async function respond(request: Request, token: string, now: Date, requestId: st
   if (request.method === "HEAD" || length === 0) return new Response(null, { status, headers });
   const open = () => localStorage().read(file.storageKey, partial);
   return withNodeBody(new Response(webStream(open, request.signal), { status, headers }), open);
+}
+
+/**
+ * What a link's id names: a file (`fil_…`) or one of its renditions (`fil_….parquet`), with what
+ * serving it needs. Only this server signs ids, but a malformed one must never reach PostgreSQL
+ * (a NUL byte is an error there).
+ */
+async function servedObject(servedId: string) {
+  const [fileId = "", format, ...rest] = servedId.split(".");
+  const rendition = format === undefined ? undefined : RENDITION_FORMATS.find((known) => known === format);
+  if (!isTypedId("fil", fileId) || rest.length > 0 || (format !== undefined && !rendition)) {
+    throw new AppError("file_not_found", "This file no longer exists.");
+  }
+  const file = await db().orderFile.findUnique({
+    where: { id: fileId },
+    select: {
+      id: true,
+      name: true,
+      size: true,
+      contentType: true,
+      sha256: true,
+      storageKey: true,
+      createdAt: true,
+      order: { select: { id: true, status: true } },
+      renditions: {
+        where: { format: rendition, status: "ready" },
+        select: { storageKey: true, size: true, sha256: true, updatedAt: true },
+      },
+    },
+  });
+  if (!file) throw new AppError("file_not_found", `File ${fileId} no longer exists.`);
+  if (!rendition) return file;
+  const made = file.renditions[0];
+  if (!made?.storageKey || made.size === null || !made.sha256) {
+    throw new AppError("file_not_found", `File ${fileId} has no ${rendition} rendition any more.`);
+  }
+  return {
+    ...file,
+    id: servedId,
+    name: renditionName(file.name, rendition),
+    contentType: RENDITION_CONTENT_TYPES[rendition],
+    storageKey: made.storageKey,
+    size: made.size,
+    sha256: made.sha256,
+    createdAt: made.updatedAt,
+  };
 }
 
 /**

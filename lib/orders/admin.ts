@@ -1,10 +1,13 @@
 import type { Readable } from "node:stream";
 import mime from "mime-types";
 import { db, Prisma } from "../db/client";
+import { CONTROL_CHARACTERS, FILE_NAME_MAX_BYTES } from "../contract";
 import { AppError } from "../errors";
 import { isTypedId } from "../ids";
 import { fileStorage, hashStream, type StoredObject } from "../storage";
 import { parseS3Location, readS3Object, storageError } from "../storage/s3";
+import { formatFromName } from "../datasets/formats";
+import { QUEUES, sendJob } from "../jobs";
 import { emitEvent } from "../webhooks/emit";
 import { orderJson } from "./queries";
 import type { OrderStatus } from "./status";
@@ -124,13 +127,32 @@ export async function registerStoredObject(input: {
 async function checkNewFile(orderId: string, rawName: string, rawContentType: string | undefined) {
   await findOrderForOperator(orderId);
   const name = rawName.trim();
-  if (!name || name.includes("/") || name.includes("\\")) {
-    throw new AppError("invalid_argument", `"${rawName}" is not a valid file name.`);
-  }
+  const problem = fileNameProblem(name);
+  if (problem) throw new AppError("invalid_argument", `${quoted(rawName)} is not a valid file name: ${problem}.`);
   const contentType = checkedContentType(rawContentType ?? contentTypeOf(name));
   if (await db().orderFile.count({ where: { orderId, name } })) throw duplicateName(orderId, name);
   return { name, contentType };
 }
+
+/**
+ * Why a name cannot be a delivered file's name, or undefined. Buyers' tools save files under these
+ * names, so a name is one path segment a file system takes: no separators, no "." or "..", no
+ * control characters (PostgreSQL refuses NUL), at most FILE_NAME_MAX_BYTES.
+ */
+function fileNameProblem(name: string): string | undefined {
+  if (!name || name === "." || name === "..") return "it needs a name";
+  if (name.includes("/") || name.includes("\\")) return "it cannot contain / or \\";
+  if (CONTROL_CHARACTERS.test(name)) return "it cannot contain control characters";
+  if (Buffer.byteLength(name) > FILE_NAME_MAX_BYTES) return `it is longer than ${FILE_NAME_MAX_BYTES} bytes`;
+  return undefined;
+}
+
+/** A name in double quotes with every control character escaped (\u007f), fit for a terminal. */
+const quoted = (name: string) =>
+  JSON.stringify(name).replace(
+    /\p{Cc}/gu,
+    (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
 
 function checkedContentType(contentType: string): string {
   if (!/^[\w.+-]+\/[\w.+-]+$/.test(contentType)) {
@@ -153,17 +175,26 @@ async function recordFile(
   file: { name: string; contentType: string },
   stored: StoredObject,
 ): Promise<AddedFile> {
+  const { format, compression } = formatFromName(file.name);
   try {
-    const row = await db().orderFile.create({
-      data: {
-        orderId,
-        name: file.name,
-        size: BigInt(stored.size),
-        contentType: file.contentType,
-        sha256: stored.sha256,
-        storageKey: stored.key,
-      },
-      select: { id: true },
+    // A data file is profiled by the worker (lib/datasets): its job commits with the row.
+    const row = await db().$transaction(async (tx) => {
+      const created = await tx.orderFile.create({
+        data: {
+          orderId,
+          name: file.name,
+          size: BigInt(stored.size),
+          contentType: file.contentType,
+          sha256: stored.sha256,
+          storageKey: stored.key,
+          format,
+          compression,
+          profileStatus: format === "binary" ? "none" : "pending",
+        },
+        select: { id: true },
+      });
+      if (format !== "binary") await sendJob(QUEUES.datasetProfile, { fileId: created.id }, { tx });
+      return created;
     });
     return { id: row.id, ...file, size: stored.size, sha256: stored.sha256 };
   } catch (error) {
@@ -177,7 +208,8 @@ function duplicateName(orderId: string, name: string): AppError {
   return new AppError("duplicate_file_name", `Order ${orderId} already has a file named "${name}".`);
 }
 
-async function findOrderForOperator(orderId: string) {
+/** An order by id for the operator (any buyer's), or order_not_found. */
+export async function findOrderForOperator(orderId: string) {
   // A malformed id names no order: refused before any query.
   const order = isTypedId("ord", orderId)
     ? await db().order.findUnique({ where: { id: orderId }, select: { id: true, deliveredAt: true, refundedAt: true } })

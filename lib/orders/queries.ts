@@ -33,7 +33,17 @@ const ORDER_JSON = Prisma.sql`json_build_object(
       'size', f.size,
       'content_type', f.content_type,
       'sha256', f.sha256,
-      'created_at', ${isoUtc(Prisma.sql`f.created_at`)}
+      'created_at', ${isoUtc(Prisma.sql`f.created_at`)},
+      'format', f.format,
+      'compression', f.compression,
+      'profile_status', f.profile_status,
+      'rows', f.rows,
+      'columns', f.columns,
+      'profile_error', f.profile_error,
+      'renditions', COALESCE((
+        SELECT json_agg(json_build_object('format', r.format, 'size', r.size, 'sha256', r.sha256, 'status', r.status)
+          ORDER BY r.format)
+        FROM file_renditions r WHERE r.file_id = f.id), '[]'::json)
     ) ORDER BY f.created_at, f.id)
     FROM order_files f WHERE f.order_id = o.id), '[]'::json)
 )`;
@@ -102,7 +112,15 @@ export async function getDownloadableFile(buyerId: string, orderId: string, file
       status: true,
       files: {
         where: { id: isTypedId("fil", fileId) ? fileId : "" },
-        select: { id: true, name: true, contentType: true, storageKey: true },
+        select: {
+          id: true,
+          name: true,
+          contentType: true,
+          storageKey: true,
+          format: true,
+          profileStatus: true,
+          profileError: true,
+        },
       },
     },
   });

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ORDER_PAGE_SIZE } from "../contract";
+import { FILE_FORMATS, PROFILE_STATUSES, RENDITION_FORMATS, RENDITION_STATUSES } from "../datasets/formats";
 import { ORDER_STATUSES } from "../orders/status";
 import { handleRulesText, SOCIAL_PLATFORMS } from "../social/platforms";
 
@@ -15,18 +16,19 @@ const wholeNumber = (name: string) =>
     .regex(/^\d{1,9}$/, `${name} must be a whole number`)
     .transform(Number);
 
-const PAGE_SIZE_RULE = `limit must be from ${ORDER_PAGE_SIZE.min} to ${ORDER_PAGE_SIZE.max}`;
+/** A `limit` query parameter: a whole number within `range`, its default when not given. */
+const limitParameter = (range: { min: number; max: number; default: number }, what: string, example: string) => {
+  const rule = `limit must be from ${range.min} to ${range.max}`;
+  return wholeNumber("limit")
+    .pipe(z.number().min(range.min, rule).max(range.max, rule))
+    .optional()
+    .default(range.default)
+    .meta({ description: `${what}, ${range.min} to ${range.max}; ${range.default} when not given.`, example });
+};
 
 export const listOrdersQuerySchema = z
   .object({
-    limit: wholeNumber("limit")
-      .pipe(z.number().min(ORDER_PAGE_SIZE.min, PAGE_SIZE_RULE).max(ORDER_PAGE_SIZE.max, PAGE_SIZE_RULE))
-      .optional()
-      .default(ORDER_PAGE_SIZE.default)
-      .meta({
-        description: `Page size, ${ORDER_PAGE_SIZE.min} to ${ORDER_PAGE_SIZE.max}; ${ORDER_PAGE_SIZE.default} when not given.`,
-        example: String(ORDER_PAGE_SIZE.default),
-      }),
+    limit: limitParameter(ORDER_PAGE_SIZE, "Page size", String(ORDER_PAGE_SIZE.default)),
     offset: wholeNumber("offset")
       .optional()
       .default(0)
@@ -35,6 +37,30 @@ export const listOrdersQuerySchema = z
   .meta({ id: "ListOrdersQuery" });
 
 const timestamp = z.iso.datetime().meta({ example: "2026-11-02T09:30:00.000Z" });
+
+export const columnSchema = z
+  .object({
+    name: z.string().meta({ example: "price" }),
+    type: z.string().meta({ description: "The column's type as DuckDB names it.", example: "DOUBLE" }),
+    nullable: z.boolean().meta({ description: "Whether any value of the column is null.", example: false }),
+  })
+  .meta({ id: "Column", description: "A column of a data file." });
+
+export const renditionSchema = z
+  .object({
+    format: z.enum(RENDITION_FORMATS).meta({ example: "parquet" }),
+    size: z.number().int().nullable().meta({ description: "Bytes; null until ready.", example: 20381 }),
+    sha256: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/)
+      .nullable()
+      .meta({
+        description: "Hex SHA-256 of the rendition's bytes; null until ready.",
+        example: "9b2f6c1d0e8a7b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4",
+      }),
+    status: z.enum(RENDITION_STATUSES).meta({ example: "ready" }),
+  })
+  .meta({ id: "Rendition", description: "A file's data in another format, made from the original." });
 
 export const fileSchema = z
   .object({
@@ -50,6 +76,29 @@ export const fileSchema = z
         example: "5d41e5b1c9a7a1c1f0b7e2a4d3c6f8e9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5",
       }),
     created_at: timestamp,
+    format: z.enum(FILE_FORMATS).meta({
+      description: "What the file holds, from its name (checked when profiled); binary files have no profile.",
+      example: "csv",
+    }),
+    compression: z
+      .enum(["gzip"])
+      .nullable()
+      .meta({ description: "gzip for compressed text (its format is the text's); else null.", example: null }),
+    profile_status: z.enum(PROFILE_STATUSES).meta({
+      description:
+        "pending until the file is profiled (usually within a minute of delivery), ready, failed (see profile_error) or none (binary).",
+      example: "ready",
+    }),
+    rows: z.number().int().nullable().meta({ description: "Rows of data; null until profiled.", example: 1250 }),
+    columns: z.array(columnSchema).nullable().meta({ description: "The file's columns; null until profiled." }),
+    profile_error: z.string().nullable().meta({
+      description: "Why the profile failed, for a person; null otherwise. The file itself stays downloadable.",
+      example: null,
+    }),
+    renditions: z.array(renditionSchema).meta({
+      description:
+        "The file in other formats (download with ?format=): Parquet is made for every profiled file, CSV and JSON Lines on first request.",
+    }),
   })
   .meta({ id: "File", description: "A file delivered for an order." });
 
@@ -93,6 +142,37 @@ export const orderPathSchema = z.object({ id: z.string().meta({ description: "Or
 export const filePathSchema = orderPathSchema.extend({
   fileId: z.string().meta({ description: "File id, from the order's files." }),
 });
+
+export const PREVIEW_LIMIT = { min: 1, max: 100, default: 20 } as const;
+
+export const previewQuerySchema = z
+  .object({ limit: limitParameter(PREVIEW_LIMIT, "Rows", "5") })
+  .meta({ id: "PreviewQuery" });
+
+export const previewSchema = z
+  .object({
+    columns: z.array(columnSchema),
+    rows: z.array(z.array(z.unknown())).meta({
+      description:
+        "The first rows, each an array of values in column order: JSON values, dates and timestamps in ISO 8601, integers beyond 2^53 as strings, text over 1,000 characters cut (ending in …).",
+      example: [[1, "Blue mug", 12.5, "2026-10-01T08:00:00"]],
+    }),
+    total_rows: z.number().int().meta({ description: "Rows in the whole file.", example: 1250 }),
+  })
+  .meta({ id: "Preview", description: "The first rows of a data file." });
+
+export const downloadQuerySchema = z
+  .object({
+    format: z
+      .enum(RENDITION_FORMATS, { error: `format must be one of ${RENDITION_FORMATS.join(", ")}` })
+      .optional()
+      .meta({
+        description:
+          "The file's data in this format instead of the original (the file's own format gives the original). 202 while it is being made.",
+        example: "parquet",
+      }),
+  })
+  .meta({ id: "DownloadQuery" });
 
 export const socialPathSchema = z.object({
   platform: z.enum(SOCIAL_PLATFORMS).meta({ description: "The social platform." }),

@@ -48,7 +48,8 @@ export class LocalDirectoryStorage implements FileStorage {
     await fs.rm(this.pathOf(key), { force: true });
   }
 
-  private pathOf(key: string): string {
+  /** The file holding an object, for readers that take a path (DuckDB). */
+  pathOf(key: string): string {
     const resolved = path.resolve(this.root, key);
     if (!resolved.startsWith(this.root + path.sep)) throw new Error("Storage key escapes the storage directory.");
     return resolved;

@@ -1,3 +1,4 @@
+import { RENDITION_CONTENT_TYPES, type RenditionFormat } from "../datasets/formats";
 import { db } from "../db/client";
 import { hashStream, localStorage } from "./index";
 import { readS3Object, S3Storage } from "./s3";
@@ -15,7 +16,7 @@ export type MigrationReport = {
 };
 
 /**
- * Copies every locally stored file to S3_BUCKET (under S3_PREFIX, keeping its local key) and
+ * Copies every locally stored file, and every rendition of one (lib/datasets), to S3_BUCKET (under S3_PREFIX, keeping its local key) and
  * switches its row, one file at a time:
  * 1. upload from the local file, hashing on the way: the local bytes must still match the recorded
  *    sha256 and size (else the file is reported and left alone);
@@ -32,11 +33,7 @@ export async function migrateLocalFilesToS3(options: {
   onProgress?: (progress: MigrationProgress) => void;
 }): Promise<MigrationReport> {
   const s3 = new S3Storage();
-  const files = await db().$queryRaw<
-    { id: string; storage_key: string; size: bigint; sha256: string; content_type: string }[]
-  >`
-    SELECT id, storage_key, size, sha256, content_type FROM order_files
-    WHERE storage_key NOT LIKE 's3://%' ORDER BY created_at, id`;
+  const files = await locallyStoredObjects();
   const report: MigrationReport = {
     dryRun: options.dryRun ?? false,
     total: files.length,
@@ -73,10 +70,7 @@ export async function migrateLocalFilesToS3(options: {
         if (landed.sha256 !== file.sha256 || landed.size !== size) {
           throw new Error(`the copy in ${stored.key} does not match (sha256 ${landed.sha256}, ${landed.size} bytes)`);
         }
-        const { count } = await db().orderFile.updateMany({
-          where: { id: file.id, storageKey: file.storage_key },
-          data: { storageKey: stored.key },
-        });
+        const count = await file.switchTo(stored.key);
         if (count === 1 && !options.keepLocal) await localStorage().delete(file.storage_key);
         report.migrated++;
         report.bytes += size;
@@ -90,4 +84,51 @@ export async function migrateLocalFilesToS3(options: {
     options.onProgress?.(progress);
   }
   return report;
+}
+
+type LocalObject = {
+  /** The file's id, or `fil_… (parquet)` for a rendition. */
+  id: string;
+  storage_key: string;
+  size: bigint;
+  sha256: string;
+  content_type: string;
+  /** Points the row at its new location if it still points at the local one; how many rows did. */
+  switchTo: (location: string) => Promise<number>;
+};
+
+/** Files and ready renditions whose bytes are in local storage, files first, oldest first. */
+async function locallyStoredObjects(): Promise<LocalObject[]> {
+  const files = await db().$queryRaw<Omit<LocalObject, "switchTo">[]>`
+    SELECT id, storage_key, size, sha256, content_type FROM order_files
+    WHERE storage_key NOT LIKE 's3://%' ORDER BY created_at, id`;
+  const renditions = await db().$queryRaw<
+    { file_id: string; format: RenditionFormat; storage_key: string; size: bigint; sha256: string }[]
+  >`
+    SELECT file_id, format, storage_key, size, sha256 FROM file_renditions
+    WHERE status = 'ready' AND storage_key NOT LIKE 's3://%' ORDER BY created_at, file_id, format`;
+  return [
+    ...files.map((file) => ({
+      ...file,
+      switchTo: async (location: string) =>
+        (
+          await db().orderFile.updateMany({
+            where: { id: file.id, storageKey: file.storage_key },
+            data: { storageKey: location },
+          })
+        ).count,
+    })),
+    ...renditions.map(({ file_id: fileId, format, ...rendition }) => ({
+      ...rendition,
+      id: `${fileId} (${format})`,
+      content_type: RENDITION_CONTENT_TYPES[format],
+      switchTo: async (location: string) =>
+        (
+          await db().fileRendition.updateMany({
+            where: { fileId, format, storageKey: rendition.storage_key },
+            data: { storageKey: location },
+          })
+        ).count,
+    })),
+  ];
 }

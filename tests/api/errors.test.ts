@@ -38,6 +38,7 @@ const fixtures = {} as {
   datasetsKeyOfSocialAccount: string;
   disabledScrapeKey: string;
   exhaustedScrapeKey: string;
+  binary: { id: string; fileId: string };
   revokedKey: string;
   expiredKey: string;
   limitedKey: string;
@@ -55,6 +56,8 @@ beforeAll(async () => {
   fixtures.delivered = await withFile("delivered");
   fixtures.refunded = await withFile("refunded");
   fixtures.unfinished = await withFile("unfinished");
+  const binary = await order(a.id, { files: { "blob.bin": Buffer.from([0, 1, 2]) } });
+  fixtures.binary = { id: binary.id, fileId: binary.files[0]!.id };
   fixtures.key = (await apiKey(a.id)).secret;
 
   const b = await buyer("errors-b");
@@ -231,6 +234,24 @@ const cases: Case[] = [
     request: () => api(`/orders/${fixtures.delivered.id}/files/fil_%00`, fixtures.key),
   },
   {
+    name: "a preview of a binary file",
+    code: "preview_not_available",
+    request: () => api(`${file(fixtures.binary)}/preview`, fixtures.key),
+    detail: /binary/,
+  },
+  {
+    name: "a Parquet rendition of a binary file",
+    code: "preview_not_available",
+    request: () => api(`${file(fixtures.binary)}?format=parquet`, fixtures.key),
+    detail: /binary/,
+  },
+  {
+    name: "a JSON Lines rendition asked for the first time",
+    code: "rendition_pending",
+    request: () => api(`${file(fixtures.delivered)}?format=jsonl`, fixtures.key),
+    detail: /being made/,
+  },
+  {
     name: "an unknown platform",
     code: "platform_not_supported",
     request: () => api("/scrape/myspace/profile?handle=nasa", fixtures.scrapeKey),
@@ -325,6 +346,7 @@ describe("every error code of the contract's table, over HTTP", () => {
       "social_allowance_exhausted",
       "social_unavailable",
       "service_unavailable",
+      "rendition_pending",
     ];
     if (waits.includes(code)) {
       expect(Number(response.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, type TestEnvironment } from "../helpers/fixtures";
 import { expectProblem } from "../helpers/problem";
+import { startOfAFixedWindow } from "../helpers/rate-limit";
 import { startServer, type TestServer } from "../helpers/server";
 
 let env: TestEnvironment;
@@ -27,6 +28,7 @@ const PATHS = ["/api/v1/orders?limit=1", "/api/v1/orders/ord_0000000000000000000
 
 /** 61 requests alternating over keys, endpoints and servers: the 61st, and only it, is refused. */
 async function expectExactlyOne429(servers: TestServer[], keys: string[]) {
+  await startOfAFixedWindow();
   const statuses: number[] = [];
   let refused: Response | undefined;
   for (let i = 0; i < 61; i++) {

@@ -45,6 +45,7 @@ describe("the API reference with the demo data loaded", () => {
     for (const [operation, key] of [
       ["listOrders", datasetsKey],
       ["getOrder", datasetsKey],
+      ["previewFile", datasetsKey],
       ["getSocialProfile", socialKey],
     ] as const) {
       const { path, body } = example(operation);

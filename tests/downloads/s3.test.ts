@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../lib/db/client";
 import { setOrderStatus } from "../../lib/orders/admin";
 import { createShareLink } from "../../lib/shares";
+import { datasetJobsDone } from "../datasets/helpers";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";
 import { expectProblem } from "../helpers/problem";
@@ -186,6 +187,8 @@ describe("order:add-file with object storage", () => {
       bucket: OTHER_BUCKET,
       contentType: "application/x-ndjson",
     });
+    // Renditions of earlier tests' files are written by the server's worker: wait for them first.
+    await datasetJobsDone();
     const before = await objectKeys();
     const run = await admin([
       "order:add-file",
@@ -243,6 +246,7 @@ describe("order:add-file with object storage", () => {
       const file = path.join(env.storageDir, `upload-${signal}.bin`);
       await fs.writeFile(file, "");
       await fs.truncate(file, 1024 ** 3);
+      await datasetJobsDone();
       const before = await objectKeys();
       const partsBefore = (await s3.uploadedParts()).length;
       const run = await admin(["order:add-file", "--order", target.id, "--path", file, "--name", "big.bin"], {

@@ -4,6 +4,7 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import { createBuyer } from "../../lib/buyers";
 import { disconnectDb } from "../../lib/db/client";
+import { closeJobQueue } from "../../lib/jobs";
 import { createApiKey, type ApiKeyPermission } from "../../lib/keys";
 import { addOrderFile, createOrder } from "../../lib/orders/admin";
 import type { OrderStatus } from "../../lib/orders/status";
@@ -23,6 +24,8 @@ export async function prepareTestEnvironment(database: TestDatabase, prefix: str
     database,
     storageDir,
     cleanup: async () => {
+      // Adding a data file queues its profile: the queue's connection goes before the database does.
+      await closeJobQueue();
       await disconnectDb();
       await database.drop();
       await fs.rm(storageDir, { recursive: true, force: true });

@@ -4,7 +4,13 @@ import path from "node:path";
 
 export const TEST_AUTH_SECRET = "test-secret-0123456789abcdefghijklmnopqrstuvwxyz";
 
-export type TestServer = { url: string; stop: () => Promise<void>; output: () => string };
+export type TestServer = {
+  url: string;
+  stop: () => Promise<void>;
+  output: () => string;
+  /** The launcher's pid (scripts/serve.ts); the HTTP server is its child (tests/faults/helpers/processes.ts signals both). */
+  pid?: number;
+};
 
 /**
  * Starts the production server the way users do (`scripts/serve.ts start`, i.e. `npm start`)
@@ -39,7 +45,7 @@ export async function startServer(options: {
   child.stdout?.on("data", (chunk) => (output += chunk));
   child.stderr?.on("data", (chunk) => (output += chunk));
   await waitUntilReady(`${url}${options.readyPath ?? "/api/health"}`, child, () => output);
-  return { url, stop: () => stop(child), output: () => output };
+  return { url, stop: () => stop(child), output: () => output, pid: child.pid };
 }
 
 async function waitUntilReady(url: string, child: ChildProcess, output: () => string): Promise<void> {
@@ -58,7 +64,8 @@ async function waitUntilReady(url: string, child: ChildProcess, output: () => st
 }
 
 function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return Promise.resolve();
+  // Ended already: on its own (exitCode) or killed by a test (signalCode).
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     child.once("exit", () => resolve());
     child.kill("SIGTERM");

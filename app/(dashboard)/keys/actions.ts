@@ -5,6 +5,7 @@ import { buyerAction } from "@/lib/auth/buyer-action";
 import { CONTROL_CHARACTERS, NAME_MAX_LENGTH } from "@/lib/contract";
 import { isTypedId } from "@/lib/ids";
 import { sessionActor } from "@/lib/security/client";
+import { siteOrigin } from "@/lib/site";
 import { recordSecurityEvent } from "@/lib/security/log";
 import {
   apiKeyExpiryDaysSchema,
@@ -24,6 +25,8 @@ export type CreatedKey = {
   permission: ApiKeyPermission;
   secret: string;
   expiresAt: string;
+  /** The site's origin, for the sharing profile of a `datasets:read` key. */
+  origin: string;
 };
 
 const KEYS_PAGE = () => "/keys";
@@ -47,7 +50,7 @@ export const createKeyAction = buyerAction(
       id: key.id,
       detail: `“${key.name}” (${key.permission})`,
     });
-    return { ok: true, key: created(key) };
+    return { ok: true, key: await created(key) };
   },
   { revalidate: KEYS_PAGE },
 );
@@ -57,7 +60,7 @@ export const replaceKeyAction = buyerAction(
   async (buyerId, { keyId, expiresInDays, overlap }) => {
     const actor = await sessionActor();
     const replaced = await replaceApiKey({ buyerId, keyId, expiresInDays, overlap });
-    const key = created(replaced);
+    const key = await created(replaced);
     const old = replaced.oldRetiresAt
       ? overlap === "none"
         ? "the old key was revoked at once"
@@ -90,8 +93,9 @@ export const revokeKeyAction = buyerAction(
   { revalidate: KEYS_PAGE },
 );
 
-function created(key: Awaited<ReturnType<typeof createApiKey>>): CreatedKey {
+async function created(key: Awaited<ReturnType<typeof createApiKey>>): Promise<CreatedKey> {
   return {
+    origin: await siteOrigin(),
     id: key.id,
     name: key.name,
     permission: key.permission,

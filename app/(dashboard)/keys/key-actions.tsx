@@ -8,6 +8,7 @@ import { TextField } from "@/components/text-field";
 import { Button, Notice } from "@/components/ui";
 import { NAME_MAX_LENGTH } from "@/lib/contract";
 import { formatDate } from "@/lib/format";
+import { SHARING_PROFILE_FILE_NAME, sharingProfile } from "@/lib/sharing/profile";
 import { createKeyAction, replaceKeyAction, revokeKeyAction, type CreatedKey } from "./actions";
 
 function ExpiryChoice({ choices, defaultValue }: { choices: number[]; defaultValue: number }) {
@@ -150,11 +151,39 @@ function SecretDialog({
           </p>
         )
       }
+      afterValue={created?.permission === "datasets:read" && <SharingProfileDownload created={created} />}
       valueTestId="new-key-secret"
       copyLabel="Copy API key"
       onClose={onClose}
       finalFocus={finalFocus}
     />
+  );
+}
+
+/**
+ * The key as a Delta Sharing profile file (pandas, Spark, Power BI), made here in the browser from
+ * the secret this dialog already holds: it is never sent anywhere again.
+ */
+function SharingProfileDownload({ created }: { created: CreatedKey }) {
+  function download() {
+    const profile = sharingProfile(created.origin, created.secret, created.expiresAt);
+    const url = URL.createObjectURL(new Blob([`${JSON.stringify(profile, null, 2)}\n`], { type: "application/json" }));
+    const link = document.createElement("a");
+    link.href = url;
+    link.download = SHARING_PROFILE_FILE_NAME;
+    link.click();
+    URL.revokeObjectURL(url);
+  }
+  return (
+    <div className="flex flex-wrap items-center gap-2 text-sm text-slate-700">
+      <Button tone="secondary" size="sm" onClick={download}>
+        Download sharing profile
+      </Button>
+      <span>
+        for pandas, Spark and Power BI (<a href="/getting-started#delta-sharing">how</a>). It holds the key: store it
+        like the key.
+      </span>
+    </div>
   );
 }
 
@@ -192,11 +221,14 @@ export function ReplaceKeyButton({
   name,
   expiryChoices,
   canRevokeOld,
+  canReplace,
 }: {
   keyId: string;
   name: string;
   expiryChoices: number[];
   canRevokeOld: boolean;
+  /** False for a retiring key: no Replace button, but the replacement's secret dialog stays mounted after the refresh. */
+  canReplace: boolean;
 }) {
   const trigger = useRef<HTMLButtonElement>(null);
   const [open, setOpen] = useState(false);
@@ -222,9 +254,11 @@ export function ReplaceKeyButton({
 
   return (
     <>
-      <Button ref={trigger} tone="secondary" size="sm" onClick={() => setOpen(true)} aria-label={`Replace ${name}`}>
-        Replace
-      </Button>
+      {canReplace && (
+        <Button ref={trigger} tone="secondary" size="sm" onClick={() => setOpen(true)} aria-label={`Replace ${name}`}>
+          Replace
+        </Button>
+      )}
       <Dialog open={open} title={`Replace “${name}”`} onClose={() => setOpen(false)}>
         <form onSubmit={submit} noValidate className="space-y-4">
           {error && <Notice tone="error">{error}</Notice>}

@@ -82,7 +82,12 @@ export default async function KeysPage() {
                   </dd>
                 </dl>
                 <div className="flex flex-wrap gap-2">
-                  <KeyActions keyId={key.id} name={key.name} revoked={key.status === "revoked"} />
+                  <KeyActions
+                    keyId={key.id}
+                    name={key.name}
+                    revoked={key.status === "revoked"}
+                    retiring={!!key.retiresAt}
+                  />
                 </div>
               </li>
             ))}
@@ -145,7 +150,12 @@ export default async function KeysPage() {
                     </td>
                     <td className="px-4 py-3">
                       <div className="flex justify-end gap-2">
-                        <KeyActions keyId={key.id} name={key.name} revoked={key.status === "revoked"} />
+                        <KeyActions
+                          keyId={key.id}
+                          name={key.name}
+                          revoked={key.status === "revoked"}
+                          retiring={!!key.retiresAt}
+                        />
                       </div>
                     </td>
                   </tr>
@@ -207,10 +217,27 @@ function LastUsed({ at, now }: { at: Date | null; now: Date }) {
   );
 }
 
-function KeyActions({ keyId, name, revoked }: { keyId: string; name: string; revoked: boolean }) {
+/** A retiring key has its replacement already (replacing it again would only add a key): revoke is what is left. */
+function KeyActions({
+  keyId,
+  name,
+  revoked,
+  retiring,
+}: {
+  keyId: string;
+  name: string;
+  revoked: boolean;
+  retiring: boolean;
+}) {
   return (
     <>
-      <ReplaceKeyButton keyId={keyId} name={name} expiryChoices={[...API_KEY_EXPIRY_DAYS]} canRevokeOld={!revoked} />
+      <ReplaceKeyButton
+        keyId={keyId}
+        name={name}
+        expiryChoices={[...API_KEY_EXPIRY_DAYS]}
+        canRevokeOld={!revoked}
+        canReplace={!retiring}
+      />
       {!revoked && <RevokeKeyButton keyId={keyId} name={name} />}
     </>
   );

@@ -244,9 +244,18 @@ function exampleFor(id: string, examples: ApiExamples, api: string): Example | u
           curl("-L -OJ", AUTH, `${api}${examples.downloadFile.path}`),
           "# resume an interrupted download: continue where the file on disk stops",
           curl("-L -C -", `-o ${examples.downloadFile.fileName}`, AUTH, `${api}${examples.downloadFile.path}`),
+          "# the same data as Parquet (or csv, jsonl): 202 with Retry-After while it is made, then the same 302",
+          curl("-L -OJ", AUTH, `"${api}${examples.downloadFile.path}?format=parquet"`),
         ].join("\n"),
         response: `HTTP/1.1 302 Found\nLocation: ${exampleSignedLink(api.replace(/\/api\/v1$/, ""))}\nCache-Control: private, no-store`,
         responseLabel: "302 response (headers)",
+      };
+    case "previewFile":
+      return {
+        path: examples.previewFile.path,
+        request: curl(AUTH, `"${api}${examples.previewFile.path}"`),
+        response: examples.previewFile.body,
+        responseLabel: "200 response",
       };
     case "getSocialProfile":
       return {

@@ -2,11 +2,13 @@ import type { Metadata } from "next";
 import { headers } from "next/headers";
 import { OrderFiles, OrderStatusBadge, notDownloadableReason } from "@/components/order-files";
 import { Notice } from "@/components/ui";
+import { preparingRendition } from "@/lib/downloads/browser";
 import { formatDate } from "@/lib/format";
 import { getOrder } from "@/lib/orders/queries";
 import { CLIENT_IP_HEADER } from "@/lib/security/header";
 import { recordShareOpened } from "@/lib/security/log";
 import { countShareOpened, lookUpShareToken, type ClosedShareLink } from "@/lib/shares";
+import { sharedPreviewAction } from "./preview-action";
 
 /** The tab names the shared order while the link works; the page is never indexed. */
 export async function generateMetadata({ params }: { params: Promise<{ token: string }> }): Promise<Metadata> {
@@ -26,7 +28,7 @@ export default async function SharedOrderPage({
   searchParams,
 }: {
   params: Promise<{ token: string }>;
-  searchParams: Promise<{ refused?: string }>;
+  searchParams: Promise<{ refused?: string; preparing?: string; format?: string }>;
 }) {
   const { token } = await params;
   const shared = await lookUpShareToken(token);
@@ -38,7 +40,8 @@ export default async function SharedOrderPage({
     recordShareOpened(shared.buyerId, shared.linkId, shared.orderName, ip),
   ]);
   const order = await getOrder(shared.buyerId, shared.orderId);
-  const refused = (await searchParams).refused !== undefined;
+  const query = await searchParams;
+  const refused = query.refused !== undefined;
   return (
     <div className="space-y-8">
       <header className="space-y-2">
@@ -63,7 +66,12 @@ export default async function SharedOrderPage({
           <span data-testid="download-refused">Download refused. {notDownloadableReason(order.status)}</span>
         </Notice>
       )}
-      <OrderFiles order={order} downloadHref={(fileId) => `/share/${encodeURIComponent(token)}/files/${fileId}`} />
+      <OrderFiles
+        order={order}
+        downloadHref={(fileId) => `/share/${encodeURIComponent(token)}/files/${fileId}`}
+        loadPreview={(fileId) => sharedPreviewAction.bind(null, token, fileId)}
+        preparing={preparingRendition(query)}
+      />
     </div>
   );
 }

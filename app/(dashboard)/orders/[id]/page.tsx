@@ -7,9 +7,11 @@ import { currentBuyer, requireBuyer } from "@/lib/auth/session";
 import { AppError } from "@/lib/errors";
 import { CopyButton } from "@/components/copy-button";
 import { db } from "@/lib/db/client";
+import { preparingRendition } from "@/lib/downloads/browser";
 import { formatDate, formatRelative } from "@/lib/format";
 import { getOrder } from "@/lib/orders/queries";
 import { listShareLinks, SHARE_LINK_EXPIRY_DAYS } from "@/lib/shares";
+import { previewFileAction } from "./preview-action";
 import { ShareLinks } from "./share-links";
 
 /** The tab names the order, for its owner only (anyone else gets the plain title). */
@@ -25,7 +27,7 @@ export default async function OrderPage({
   searchParams,
 }: {
   params: Promise<{ id: string }>;
-  searchParams: Promise<{ refused?: string }>;
+  searchParams: Promise<{ refused?: string; preparing?: string; format?: string }>;
 }) {
   const { id } = await params;
   const buyer = await requireBuyer(`/orders/${encodeURIComponent(id)}`);
@@ -37,7 +39,8 @@ export default async function OrderPage({
     listShareLinks(buyer.id, order.id),
     db().order.findFirst({ where: { id: order.id, buyerId: buyer.id }, select: { refundedAt: true } }),
   ]);
-  const refused = (await searchParams).refused !== undefined;
+  const query = await searchParams;
+  const refused = query.refused !== undefined;
   return (
     <div className="space-y-8">
       <nav aria-label="Breadcrumb" className="text-sm">
@@ -93,7 +96,9 @@ export default async function OrderPage({
       <OrderFiles
         order={order}
         downloadHref={(fileId) => `/orders/${order.id}/files/${fileId}`}
+        loadPreview={(fileId) => previewFileAction.bind(null, order.id, fileId)}
         reasonShown={refused}
+        preparing={preparingRendition(query)}
       />
       <ShareLinks
         orderId={order.id}

@@ -4,8 +4,9 @@ import { countShareDownload, lookUpShareToken } from "@/lib/shares";
 import { publicOrigin } from "@/lib/site";
 
 /**
- * A download through a share link: only files of the shared order, by the same signed URL as the
- * API. A link that does not work sends the browser to the share page, which says why.
+ * A download through a share link: only files of the shared order (`?format=` as on the dashboard),
+ * by the same signed URL as the API. A link that does not work sends the browser to the share
+ * page, which says why.
  */
 export async function GET(request: Request, { params }: { params: Promise<{ token: string; fileId: string }> }) {
   const { token, fileId } = await params;

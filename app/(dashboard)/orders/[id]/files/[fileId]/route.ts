@@ -3,7 +3,10 @@ import { currentBuyer } from "@/lib/auth/session";
 import { browserDownload } from "@/lib/downloads/browser";
 import { publicOrigin } from "@/lib/site";
 
-/** A dashboard download: the signed-in buyer's own file, by the same short-lived signed URL the API redirects to. */
+/**
+ * A dashboard download: the signed-in buyer's own file (`?format=`: its data in another format),
+ * by the same short-lived signed URL the API redirects to.
+ */
 export async function GET(request: Request, { params }: { params: Promise<{ id: string; fileId: string }> }) {
   const { id, fileId } = await params;
   const orderPage = `/orders/${encodeURIComponent(id)}`;

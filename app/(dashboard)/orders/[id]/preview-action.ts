@@ -1,0 +1,15 @@
+"use server";
+
+import { currentBuyer } from "@/lib/auth/session";
+import { browserPreview, type PreviewResult } from "@/lib/downloads/browser";
+
+/**
+ * The first rows of one of the signed-in buyer's files, for the order page's preview. A read, so
+ * not a buyerAction: nothing to revalidate. The ids come from the client: the read checks them.
+ */
+export async function previewFileAction(orderId: unknown, fileId: unknown): Promise<PreviewResult> {
+  const buyer = await currentBuyer();
+  if (!buyer) return { ok: false, error: "Your session has ended. Sign in again." };
+  if (typeof orderId !== "string" || typeof fileId !== "string") return { ok: false, error: "No such file here." };
+  return browserPreview({ buyerId: buyer.id, orderId, fileId });
+}
