@@ -24,27 +24,43 @@ export type SlidingWindowResult = { success: boolean; limit: number; remaining: 
  * Each account's counts are one V8 small integer, not an object: the previous window's count, the
  * current window's count and the parity of the window they belong to. 100,000 accounts in one window
  * then cost a Map entry and the identifier each (tests/ratelimit/sliding-window-parity.test.ts
- * measures the heap). Counts never exceed the limit, so COUNT_BITS bounds it.
+ * measures the heap). Counts never exceed the limit, so a limit up to COUNT_MASK packs; a larger one
+ * (an operator's social rate may be any number) keeps an object per account.
  */
 const COUNT_BITS = 14;
 const COUNT_MASK = (1 << COUNT_BITS) - 1;
-const pack = (window: number, current: number, previous: number) =>
-  (previous << (COUNT_BITS + 1)) | (current << 1) | (window & 1);
+type WideCounts = { parity: number; current: number; previous: number };
+type Counts = number | WideCounts;
+
+const parityOf = (counts: Counts) => (typeof counts === "number" ? counts & 1 : counts.parity);
+const currentOf = (counts: Counts) => (typeof counts === "number" ? (counts >> 1) & COUNT_MASK : counts.current);
+const previousOf = (counts: Counts) => (typeof counts === "number" ? counts >> (COUNT_BITS + 1) : counts.previous);
 
 export class InProcessSlidingWindow {
-  private readonly counts = new Map<string, number>();
+  private readonly counts = new Map<string, Counts>();
   /** Refused until this instant (ms since the epoch), inclusive, as the library's cache. */
   private readonly blocked = new Map<string, number>();
   /** The window of the last sweep: every entry of `counts` belongs to it or to the one before. */
   private sweptWindow = Number.NEGATIVE_INFINITY;
+  private readonly packs: boolean;
 
   constructor(
     readonly limit: number,
     readonly windowMs: number,
   ) {
-    if (!Number.isInteger(limit) || limit < 1 || limit > COUNT_MASK) {
-      throw new RangeError(`the in-process limiter counts 1 to ${COUNT_MASK} requests per window, not ${limit}`);
+    if (!Number.isInteger(limit) || limit < 1) {
+      throw new RangeError(`the in-process limiter counts a positive whole number of requests, not ${limit}`);
     }
+    this.packs = limit <= COUNT_MASK;
+  }
+
+  private store(identifier: string, window: number, current: number, previous: number): void {
+    this.counts.set(
+      identifier,
+      this.packs
+        ? (previous << (COUNT_BITS + 1)) | (current << 1) | (window & 1)
+        : { parity: window & 1, current, previous },
+    );
   }
 
   /** `now` moves forward (Date.now() in the server): a window once swept is not revisited. */
@@ -60,25 +76,24 @@ export class InProcessSlidingWindow {
     }
     let current = 0;
     let previous = 0;
-    const packed = this.counts.get(identifier);
-    if (packed !== undefined) {
-      const storedCurrent = (packed >> 1) & COUNT_MASK;
+    const stored = this.counts.get(identifier);
+    if (stored !== undefined) {
       // After the sweep an entry is this window's (same parity) or the previous window's.
-      if ((packed & 1) === (window & 1)) {
-        current = storedCurrent;
-        previous = packed >> (COUNT_BITS + 1);
+      if (parityOf(stored) === (window & 1)) {
+        current = currentOf(stored);
+        previous = previousOf(stored);
       } else {
-        previous = storedCurrent;
+        previous = currentOf(stored);
       }
     }
     const weightedPrevious = Math.floor((1 - (now % this.windowMs) / this.windowMs) * previous);
     if (weightedPrevious + current >= this.limit) {
-      this.counts.set(identifier, pack(window, current, previous));
+      this.store(identifier, window, current, previous);
       this.blocked.set(identifier, reset);
       return { success: false, limit: this.limit, remaining: 0, reset };
     }
     current += 1;
-    this.counts.set(identifier, pack(window, current, previous));
+    this.store(identifier, window, current, previous);
     return {
       success: true,
       limit: this.limit,
@@ -101,7 +116,8 @@ export class InProcessSlidingWindow {
     } else {
       // Entries are from sweptWindow (now the previous window: kept) or the one before it, whose
       // parity is this window's: those can no longer matter.
-      for (const [identifier, packed] of this.counts) if ((packed & 1) === (window & 1)) this.counts.delete(identifier);
+      for (const [identifier, counts] of this.counts)
+        if (parityOf(counts) === (window & 1)) this.counts.delete(identifier);
     }
     for (const [identifier, until] of this.blocked) if (until < now) this.blocked.delete(identifier);
     this.sweptWindow = window;

@@ -94,6 +94,17 @@ describe.skipIf(!redisUrl)("the in-process sliding window against @upstash/ratel
     expect(await replay(steps, 2, 1_000, "boundary")).toEqual([]);
   });
 
+  it("limits too large to pack into one integer (an operator's social rate): the edge, and 100 million", async () => {
+    // 16,384 is the first limit kept as an object per account: a burst past it, then the window sliding.
+    const edge: Step[] = [
+      ...Array.from({ length: 16_390 }, () => ({ advanceMs: 0, identifier: 1 })),
+      ...Array.from({ length: 90 }, () => ({ advanceMs: 1_000, identifier: 1 })),
+    ];
+    expect(await replay(edge, 16_384, 60_000, "wide-edge", 30_000)).toEqual([]);
+    const huge: Step[] = Array.from({ length: 50 }, (_, i) => ({ advanceMs: 700, identifier: i % 3 }));
+    expect(await replay(huge, 100_000_000, 10_000, "wide-huge")).toEqual([]);
+  }, 120_000);
+
   it("any sequence of requests from a few accounts, at any spacing", async () => {
     const step = fc.record({
       advanceMs: fc.oneof(fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 3_000 }), fc.constant(0)),
