@@ -1,8 +1,8 @@
-import { db } from "../db/client";
+import { db, sqlQuery, type SqlRunner } from "../db/client";
 import type { DownloadTarget } from "../downloads/serve";
 import { AppError } from "../errors";
 import { QUEUES, sendJob } from "../jobs";
-import { getDownloadableFile } from "../orders/queries";
+import { getDownloadableFile, type DownloadableFile } from "../orders/queries";
 import { isOwnFormat, RENDITION_CONTENT_TYPES, renditionName, type RenditionFormat } from "./formats";
 import type { Json } from "./preview-values";
 import type { Column } from "./profile";
@@ -13,16 +13,20 @@ import type { Column } from "./profile";
  * DuckDB here: profiles and renditions are made by the worker (./jobs.ts) and read from the database.
  */
 
-type DownloadableFile = Awaited<ReturnType<typeof getDownloadableFile>>;
-
 /** A client asked for a rendition that is being made: ask again after this long. */
 export const RENDITION_RETRY_AFTER_SECONDS = 5;
 
 export type Preview = { columns: Column[]; rows: Json[][]; total_rows: number };
 
 /** The first `limit` rows of a delivered data file, from its stored profile. */
-export async function filePreview(buyerId: string, orderId: string, fileId: string, limit: number): Promise<Preview> {
-  const file = await getDownloadableFile(buyerId, orderId, fileId);
+export async function filePreview(
+  buyerId: string,
+  orderId: string,
+  fileId: string,
+  limit: number,
+  sql: SqlRunner = sqlQuery,
+): Promise<Preview> {
+  const file = await getDownloadableFile(buyerId, orderId, fileId, sql);
   refuseWithoutData(file, "has no preview", { pending: "refuse" });
   const profile = await db().orderFile.findUniqueOrThrow({
     where: { id: file.id },
@@ -45,8 +49,9 @@ export async function downloadTargetFor(
   orderId: string,
   fileId: string,
   format: RenditionFormat | undefined,
+  sql: SqlRunner = sqlQuery,
 ): Promise<DownloadTarget> {
-  const file = await getDownloadableFile(buyerId, orderId, fileId);
+  const file = await getDownloadableFile(buyerId, orderId, fileId, sql);
   if (!format || isOwnFormat(file.format, format)) return file;
   refuseWithoutData(file, `cannot be had as ${format}`, { pending: "wait" });
   const rendition = await db().fileRendition.findUnique({

@@ -36,6 +36,9 @@ export function db(): PrismaClient {
   return processSingleton(PRISMA, () => new PrismaClient({ adapter: new PrismaPg(pool()) }));
 }
 
+/** Runs one read statement ($1..$n parameters) and returns its rows: sqlQuery, or one that adds to it. */
+export type SqlRunner = <Row extends pg.QueryResultRow>(text: string, values: unknown[]) => Promise<Row[]>;
+
 /**
  * A prepared statement run on the same pool without Prisma's query machinery: only for the
  * statements every API request runs (key lookup, order page), where that machinery was most of

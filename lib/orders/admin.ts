@@ -63,7 +63,9 @@ export async function setOrderStatus(orderId: string, status: OrderStatus, now =
       select: { id: true, status: true, deliveredAt: true },
     });
     if (status !== order.status && (status === "delivered" || status === "refunded")) {
-      const data = JSON.parse(await orderJson(order.buyerId, orderId, tx));
+      const data = JSON.parse(
+        await orderJson(order.buyerId, orderId, (text, values) => tx.$queryRawUnsafe(text, ...values)),
+      );
       await emitEvent(tx, { buyerId: order.buyerId, type: `order.${status}`, data, at: now });
     }
     return updated;

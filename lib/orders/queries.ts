@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { db, Prisma, sqlQuery } from "../db/client";
+import { Prisma, sqlQuery, type FileFormat, type ProfileStatus, type SqlRunner } from "../db/client";
 import { AppError } from "../errors";
 import { describeId, isTypedId } from "../ids";
 import type { orderSchema } from "../schemas/api";
@@ -55,10 +55,14 @@ const ORDER_JSON = Prisma.sql`json_build_object(
  * index entries, not rows); only the page's rows are then read. One row more than asked tells
  * whether another page exists.
  */
-export async function orderPageJson(buyerId: string, page: { limit: number; offset: number }): Promise<string> {
+export async function orderPageJson(
+  buyerId: string,
+  page: { limit: number; offset: number },
+  sql: SqlRunner = sqlQuery,
+): Promise<string> {
   // Every list request runs this, so without Prisma's query machinery (see sqlQuery).
   const query = orderPageQuery(buyerId, page);
-  const [row] = await sqlQuery<OrderPageRow>(query.text, query.values);
+  const [row] = await sql<OrderPageRow>(query.text, query.values);
   return orderPageBody(row, page);
 }
 
@@ -88,47 +92,48 @@ export function orderPageBody(row: OrderPageRow | undefined, page: { limit: numb
   return `{"data":${row?.data ?? "[]"},"next_offset":${nextOffset}}`;
 }
 
-/** One of the buyer's orders as the API's Order JSON (read through `client`, e.g. a transaction). */
-export async function orderJson(
-  buyerId: string,
-  orderId: string,
-  client: Pick<Prisma.TransactionClient, "$queryRaw"> = db(),
-): Promise<string> {
+/** One of the buyer's orders as the API's Order JSON (read through `sql`, e.g. in a transaction). */
+export async function orderJson(buyerId: string, orderId: string, sql: SqlRunner = sqlQuery): Promise<string> {
   if (!isTypedId("ord", orderId)) throw orderNotFound(orderId);
-  const [row] = await client.$queryRaw<{ order: string }[]>`
+  const query = Prisma.sql`
     SELECT ${ORDER_JSON}::text AS order FROM orders o WHERE o.id = ${orderId} AND o.buyer_id = ${buyerId}`;
+  const [row] = await sql<{ order: string }>(query.text, query.values);
   if (!row) throw orderNotFound(orderId);
   return row.order;
 }
 
+export type DownloadableFile = {
+  id: string;
+  name: string;
+  contentType: string;
+  storageKey: string;
+  format: FileFormat;
+  profileStatus: ProfileStatus;
+  profileError: string | null;
+};
+
 /** A file the buyer may download now: the order is theirs, the file is in it, the order is delivered. */
-export async function getDownloadableFile(buyerId: string, orderId: string, fileId: string) {
+export async function getDownloadableFile(
+  buyerId: string,
+  orderId: string,
+  fileId: string,
+  sql: SqlRunner = sqlQuery,
+): Promise<DownloadableFile> {
   if (!isTypedId("ord", orderId)) throw orderNotFound(orderId);
-  const order = await db().order.findFirst({
-    where: { id: orderId, buyerId },
-    // A malformed file id matches no file (and never reaches PostgreSQL as given).
-    select: {
-      id: true,
-      status: true,
-      files: {
-        where: { id: isTypedId("fil", fileId) ? fileId : "" },
-        select: {
-          id: true,
-          name: true,
-          contentType: true,
-          storageKey: true,
-          format: true,
-          profileStatus: true,
-          profileError: true,
-        },
-      },
-    },
-  });
-  if (!order) throw orderNotFound(orderId);
-  const file = order.files[0];
-  if (!file) throw new AppError("file_not_found", `Order ${orderId} has no file ${describeId("fil", fileId)}.`);
-  if (order.status !== "delivered") throw notDelivered(orderId, order.status);
-  return file;
+  // One row for the buyer's order, with the file's columns when the order has that file. A
+  // malformed file id matches no file (and never reaches PostgreSQL as given).
+  const [row] = await sql<{ orderStatus: OrderStatus } & { [K in keyof DownloadableFile]: DownloadableFile[K] | null }>(
+    `SELECT o.status AS "orderStatus", f.id, f.name, f.content_type AS "contentType", f.storage_key AS "storageKey", f.format,
+            f.profile_status AS "profileStatus", f.profile_error AS "profileError"
+     FROM orders o LEFT JOIN order_files f ON f.order_id = o.id AND f.id = $3
+     WHERE o.id = $1 AND o.buyer_id = $2`,
+    [orderId, buyerId, isTypedId("fil", fileId) ? fileId : ""],
+  );
+  if (!row) throw orderNotFound(orderId);
+  if (!row.id) throw new AppError("file_not_found", `Order ${orderId} has no file ${describeId("fil", fileId)}.`);
+  if (row.orderStatus !== "delivered") throw notDelivered(orderId, row.orderStatus);
+  const { id, name, contentType, storageKey, format, profileStatus, profileError } = row as DownloadableFile;
+  return { id, name, contentType, storageKey, format, profileStatus, profileError };
 }
 
 export function notDelivered(orderId: string, status: OrderStatus): AppError {

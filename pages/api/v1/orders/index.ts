@@ -7,6 +7,6 @@ import { listOrdersQuerySchema } from "@/lib/schemas/api";
 // GET only: no request body to parse.
 export const config = { api: { bodyParser: false } };
 
-export default apiRoute({ permission: "datasets:read" }, async ({ request, key }) =>
-  apiJson(await orderPageJson(key.buyerId, parseQuery(listOrdersQuerySchema, request))),
+export default apiRoute({ permission: "datasets:read", keyInFirstRead: true }, async ({ request, key, sql }) =>
+  apiJson(await orderPageJson(key.buyerId, parseQuery(listOrdersQuerySchema, request), sql)),
 );

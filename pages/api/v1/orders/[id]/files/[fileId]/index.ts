@@ -11,10 +11,10 @@ export const config = { api: { bodyParser: false } };
 
 /** 302 to a short-lived signed URL that serves the bytes (of the original or of `?format=`) without the API key. */
 export default apiRoute<{ id: string; fileId: string }>(
-  { permission: "datasets:read" },
-  async ({ request, key, params }) => {
+  { permission: "datasets:read", keyInFirstRead: true },
+  async ({ request, key, params, sql }) => {
     const { format } = parseQuery(downloadQuerySchema, request);
-    const target = await downloadTargetFor(key.buyerId, params.id, params.fileId, format);
+    const target = await downloadTargetFor(key.buyerId, params.id, params.fileId, format, sql);
     return noStoreRedirect(await downloadUrl(target, publicOrigin(request)));
   },
 );

@@ -9,9 +9,9 @@ export const config = { api: { bodyParser: false } };
 
 /** The first rows of a delivered data file, from its profile. */
 export default apiRoute<{ id: string; fileId: string }>(
-  { permission: "datasets:read" },
-  async ({ request, key, params }) => {
+  { permission: "datasets:read", keyInFirstRead: true },
+  async ({ request, key, params, sql }) => {
     const { limit } = parseQuery(previewQuerySchema, request);
-    return apiJson(JSON.stringify(await filePreview(key.buyerId, params.id, params.fileId, limit)));
+    return apiJson(JSON.stringify(await filePreview(key.buyerId, params.id, params.fileId, limit, sql)));
   },
 );
