@@ -13,13 +13,14 @@ import {
   createBenchKeys,
   freshBenchDatabase,
   log,
-  ratio,
+  median,
   report,
   requireProductionBuild,
   round,
   startAppServer,
 } from "./lib/common";
 import { requireCurl } from "./lib/curl";
+import { benchRounds, formatSpread, spread } from "./lib/interleaved";
 
 /**
  * The clients' `sync` against curl fetching the same URLs (a database of its own,
@@ -28,8 +29,8 @@ import { requireCurl } from "./lib/curl";
  * - 1,000 small files (1 KiB) of one order: `dataset-access sync` (TypeScript) and
  *   `python3 dataset_access.py sync`, each from an empty directory, against one curl process
  *   fetching the 1,000 API URLs with -L (connections reused; no checksum);
- * - one 1 GiB file: the same, curl with -L -o.
- * Wall time of each, and the clients' throughput as a ratio of curl's, all from one run.
+ * - one 1 GiB file: the same, against the floor of a verifying download, `curl | tee | sha256sum`.
+ * BENCH_ROUNDS (at least 3) interleaved rounds; each ratio is the median of the rounds' with its spread.
  */
 requireProductionBuild();
 requireCurl("bench/sync.ts");
@@ -105,7 +106,9 @@ try {
   };
   const auth = (buyer: string) => `Authorization: Bearer ${keys.get(buyer)}`;
 
-  log("1,000 small files");
+  // Each round: the floor, then each client, on the same data (interleaved, so a slow minute of a
+  // shared machine hits every side); each ratio is the median of the rounds' ratios, with its spread.
+  const rounds = benchRounds();
   const smallCurlDir = path.join(workDir, "curl-small");
   await fs.mkdir(smallCurlDir);
   const smallConfig = await curlConfig(
@@ -115,55 +118,103 @@ try {
       path.join(smallCurlDir, `${i}.csv`),
     ]),
   );
-  const smallCurl = await timed("curl", ["-sS", "-L", "--fail", "-H", auth(small.id), "--config", smallConfig]);
-  const smallTs = await ts(path.join(workDir, "ts-small"), small.id);
-  const smallPy = await py(path.join(workDir, "py-small"), small.id);
-  const smallRerun = await ts(path.join(workDir, "ts-small"), small.id);
-
-  log("one 1 GiB file");
-  const bigCurl = await timed("curl", [
-    "-sS",
-    "-L",
-    "--fail",
-    "-H",
-    auth(big.id),
-    "-o",
-    path.join(workDir, "curl-big.bin"),
-    `${app.url}/api/v1/orders/${bigOrder.id}/files/${bigFile.id}`,
-  ]);
-  await fs.rm(path.join(workDir, "curl-big.bin"));
-  const bigTs = await ts(path.join(workDir, "ts-big"), big.id);
-  await fs.rm(path.join(workDir, "ts-big"), { recursive: true });
-  const bigPy = await py(path.join(workDir, "py-big"), big.id);
-  await fs.rm(path.join(workDir, "py-big"), { recursive: true });
+  const bigUrl = `${app.url}/api/v1/orders/${bigOrder.id}/files/${bigFile.id}`;
+  const bigOut = path.join(workDir, "floor-big.bin");
+  // The honest floor for a verifying client: curl writing the file and sha256sum hashing the same
+  // bytes as they pass (three processes, so the socket, the disk and the hash overlap).
+  const verifyingCurl = async () => {
+    const seconds = await timed(
+      "sh",
+      ["-c", 'curl -sS -L --fail -H "$AUTH" "$URL" | tee "$OUT" | sha256sum > "$OUT.sum"'],
+      {
+        AUTH: auth(big.id),
+        URL: bigUrl,
+        OUT: bigOut,
+      },
+    );
+    const printed = (await fs.readFile(`${bigOut}.sum`, "utf8")).split(" ")[0];
+    if (printed !== bigFile.sha256)
+      throw new Error(`the floor's sha256 ${printed} is not the file's ${bigFile.sha256}`);
+    await fs.rm(bigOut);
+    return seconds;
+  };
+  const runs: {
+    smallCurl: number;
+    smallTs: number;
+    smallPy: number;
+    bigFloor: number;
+    bigTs: number;
+    bigPy: number;
+  }[] = [];
+  let smallRerun = 0;
+  for (let round = 0; round < rounds; round++) {
+    log(`round ${round + 1} of ${rounds}: ${SMALL_FILES} small files`);
+    const smallCurl = await timed("curl", ["-sS", "-L", "--fail", "-H", auth(small.id), "--config", smallConfig]);
+    const smallTs = await ts(path.join(workDir, `ts-small-${round}`), small.id);
+    const smallPy = await py(path.join(workDir, `py-small-${round}`), small.id);
+    if (round === 0) smallRerun = await ts(path.join(workDir, "ts-small-0"), small.id);
+    log(`round ${round + 1} of ${rounds}: one ${BIG_BYTES / 1024 / 1024} MiB file`);
+    const bigFloor = await verifyingCurl();
+    const bigTs = await ts(path.join(workDir, "ts-big"), big.id);
+    await fs.rm(path.join(workDir, "ts-big"), { recursive: true });
+    const bigPy = await py(path.join(workDir, "py-big"), big.id);
+    await fs.rm(path.join(workDir, "py-big"), { recursive: true });
+    runs.push({ smallCurl, smallTs, smallPy, bigFloor, bigTs, bigPy });
+  }
 
   const mibps = (seconds: number) => round(BIG_BYTES / 1024 / 1024 / seconds, 1);
+  const medianOf = (pick: (run: (typeof runs)[number]) => number) => round(median(runs.map(pick)), 2);
+  const against = (floor: (run: (typeof runs)[number]) => number, client: (run: (typeof runs)[number]) => number) =>
+    spread(runs.map((run) => floor(run) / client(run)));
+  const smallTsRatio = against(
+    (run) => run.smallCurl,
+    (run) => run.smallTs,
+  );
+  const smallPyRatio = against(
+    (run) => run.smallCurl,
+    (run) => run.smallPy,
+  );
+  const bigTsRatio = against(
+    (run) => run.bigFloor,
+    (run) => run.bigTs,
+  );
+  const bigPyRatio = against(
+    (run) => run.bigFloor,
+    (run) => run.bigPy,
+  );
   await report(
     "sync",
     {
+      rounds,
       small_files: SMALL_FILES,
       small: {
-        curl_s: round(smallCurl, 2),
-        typescript_sync_s: round(smallTs, 2),
-        python_sync_s: round(smallPy, 2),
+        curl_s: medianOf((run) => run.smallCurl),
+        typescript_sync_s: medianOf((run) => run.smallTs),
+        python_sync_s: medianOf((run) => run.smallPy),
         typescript_rerun_nothing_to_fetch_s: round(smallRerun, 2),
-        typescript_to_curl: ratio(smallCurl, smallTs),
-        python_to_curl: ratio(smallCurl, smallPy),
+        typescript_to_curl: smallTsRatio,
+        python_to_curl: smallPyRatio,
       },
       big_mib: BIG_BYTES / 1024 / 1024,
       big: {
-        curl_s: round(bigCurl, 2),
-        curl_mib_per_s: mibps(bigCurl),
-        typescript_sync_s: round(bigTs, 2),
-        typescript_mib_per_s: mibps(bigTs),
-        python_sync_s: round(bigPy, 2),
-        python_mib_per_s: mibps(bigPy),
-        typescript_to_curl: ratio(bigCurl, bigTs),
-        python_to_curl: ratio(bigCurl, bigPy),
+        floor: "curl -L URL | tee FILE | sha256sum (writes and hashes every byte, as the clients do)",
+        floor_s: medianOf((run) => run.bigFloor),
+        floor_mib_per_s: mibps(median(runs.map((run) => run.bigFloor))),
+        typescript_sync_s: medianOf((run) => run.bigTs),
+        typescript_mib_per_s: mibps(median(runs.map((run) => run.bigTs))),
+        python_sync_s: medianOf((run) => run.bigPy),
+        python_mib_per_s: mibps(median(runs.map((run) => run.bigPy))),
+        typescript_to_floor: bigTsRatio,
+        python_to_floor: bigPyRatio,
       },
-      note: "ratios are throughput against curl (curl's time / the client's); the clients also hash every byte and write a manifest, curl does neither",
+      goals: {
+        typescript_big: { goal: ">= 0.9 of the floor", met: bigTsRatio.median >= 0.9 },
+        python_big: { goal: ">= 0.8 of the floor", met: bigPyRatio.median >= 0.8 },
+      },
+      note: "ratios are throughput (the floor's time / the client's), median of the rounds with min-max; small files against plain curl (no checksum), the big file against curl | tee | sha256sum",
     },
-    `sync: ${SMALL_FILES} small files TS ${ratio(smallCurl, smallTs)}x / Python ${ratio(smallCurl, smallPy)}x of curl; ${BIG_BYTES / 1024 / 1024} MiB TS ${ratio(bigCurl, bigTs)}x / Python ${ratio(bigCurl, bigPy)}x of curl`,
+    `sync, ${rounds} interleaved rounds: ${SMALL_FILES} small files TS ${formatSpread(smallTsRatio)} / Python ${formatSpread(smallPyRatio)} of curl; ` +
+      `${BIG_BYTES / 1024 / 1024} MiB TS ${formatSpread(bigTsRatio)} / Python ${formatSpread(bigPyRatio)} of curl | tee | sha256sum`,
   );
 } finally {
   await stopApp?.();

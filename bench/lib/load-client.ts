@@ -49,7 +49,7 @@ function load(seconds: number) {
   });
 }
 
-if (config.warmupSeconds > 0 && !config.amount) await load(config.warmupSeconds);
+const warmup = config.warmupSeconds > 0 && !config.amount ? await load(config.warmupSeconds) : undefined;
 // Tells the parent the measured run starts now (it samples the server's CPU around it).
 console.log(JSON.stringify({ phase: "measuring" }));
 const cpuBefore = process.cpuUsage();
@@ -58,6 +58,7 @@ const cpu = process.cpuUsage(cpuBefore);
 console.log(
   JSON.stringify({
     requests_total: result.requests.total,
+    warmup_requests: warmup?.requests.total ?? 0,
     duration_s: result.duration,
     requests_per_s: result.requests.total / result.duration,
     latency_ms: {

@@ -19,6 +19,8 @@ export type LoadConfig = {
 
 export type LoadResult = {
   requests_total: number;
+  /** Sent in the warm-up before the measured run (not in requests_total). */
+  warmup_requests: number;
   duration_s: number;
   requests_per_s: number;
   latency_ms: { p50: number; p90: number; p99: number; max: number; mean: number };
