@@ -33,14 +33,14 @@ import { ensureSeeded, seededBuyers } from "./lib/seed";
  * The path users actually run: `GET /api/v1/orders?limit=50` over the 1M-order data set with the
  * rate limit on (no exemption), 10,000 distinct accounts each with its own key, dealt out 200 per
  * connection (50 connections, 20 s; each account stays well under 60 a minute, so every answer is
- * a 200). Against the floor (bench/floor-server.ts, same SQL) in the same run:
- * - the in-process limiter (the single-instance default) and the REDIS_URL limiter (real Redis);
- * - the same load with 10% of the requests from accounts already over their limit (429s), and the
- *   CPU a 429 costs against a 200;
- * - the limiter's own cost per check, in process and on Redis;
- * - memory: the server's RSS idle, under load, and after 100,000 distinct accounts made one request;
- * - cold start: `npm start` to the first answered API request (migrated database), and a fresh
- *   clone's `npm install` (BENCH_INSTALL=0 skips it).
+ * a 200). BENCH_ROUNDS interleaved rounds (at least 3) of: the floor (bench/floor-server.ts, same
+ * SQL), the in-process limiter (the single-instance default), the REDIS_URL limiter (real Redis),
+ * and only accounts over their limit (429s). Each ratio is the median of the rounds' ratios, with
+ * its spread; statements per request are PostgreSQL's committed transactions per request sent.
+ * Once: the same load with 10% of the requests from accounts over their limit; the limiter's own
+ * cost per check; memory (the server's RSS idle, under load, and after 100,000 distinct accounts
+ * made one request); cold start (`npm start` to the first answered API request) and a fresh
+ * clone's `npm install` (BENCH_INSTALL=0 skips it).
  * BENCH_SECONDS, BENCH_WARMUP_SECONDS, BENCH_CONNECTIONS, BENCH_ACCOUNTS (10,000), BENCH_MEMORY_ACCOUNTS (100,000).
  */
 requireProductionBuild();
@@ -192,16 +192,17 @@ try {
   keys = await createBenchKeys(pool, buyers);
   const load: LoadConfig = { connections, seconds, warmupSeconds, cycle: true };
   const secrets = buyers.map((buyer) => keys.get(buyer)!);
-  const appRequests = await requestsFile("accounts", secrets.map(listRequest));
-  const floorRequests = await requestsFile(
-    "floor",
-    buyers.map((buyer) => ({ path: `/orders?buyer=${buyer}&limit=${LIMIT}` })),
-  );
 
   // Accounts over their limit: each of the over-limit share's connections cycles through 10 of them.
   const overLimitConnections = Math.round(connections * OVER_LIMIT_SHARE);
   const overLimitSecrets = secrets.slice(0, overLimitConnections * 10);
   const underLimitSecrets = secrets.slice(overLimitSecrets.length);
+  // The all-200 runs use only the accounts never put over their limit (the floor serves the same buyers).
+  const appRequests = await requestsFile("accounts", underLimitSecrets.map(listRequest));
+  const floorRequests = await requestsFile(
+    "floor",
+    buyers.slice(overLimitSecrets.length).map((buyer) => ({ path: `/orders?buyer=${buyer}&limit=${LIMIT}` })),
+  );
   const perConnection = Math.floor(underLimitSecrets.length / (connections - overLimitConnections));
   const mixed: LoadRequest[] = [];
   for (let connection = 0; connection < connections; connection++) {
@@ -243,6 +244,24 @@ try {
     return Number(rows[0]!.commits);
   };
 
+  /** Puts the over-limit accounts over their limit (61 requests each, or refused already). */
+  const putOverLimit = async () => {
+    for (const secret of overLimitSecrets) {
+      for (let i = 0; i < 61; i++) {
+        const response = await fetch(`${app.url}/api/v1/orders/ord_00000000000000000000000000000000`, {
+          headers: { authorization: `Bearer ${secret}` },
+        });
+        await response.arrayBuffer();
+        if (response.status === 429) break;
+      }
+    }
+  };
+
+  // First, while the over-limit accounts have just been put over: a tenth of the requests from them.
+  log("app, in-process limiter, 10% of requests from accounts over their limit");
+  await putOverLimit();
+  const mixedLoad = await runLoad(app, { ...load, requestsFile: mixedRequests });
+
   // Interleaved rounds: floor, in-process, Redis, 429s only; each ratio compares neighbours in time.
   const rounds = benchRounds();
   type Round = {
@@ -270,13 +289,7 @@ try {
       redisLoad = await runLoad(redisApp, { ...load, requestsFile: appRequests });
     }
     log(`round ${round} of ${rounds}: app, in-process limiter, only accounts over their limit (429s)`);
-    for (const secret of overLimitSecrets) {
-      for (let i = 0; i < 61; i++) {
-        await fetch(`${app.url}/api/v1/orders/ord_00000000000000000000000000000000`, {
-          headers: { authorization: `Bearer ${secret}` },
-        }).then((response) => response.arrayBuffer());
-      }
-    }
+    await putOverLimit();
     const refusedLoad = await runLoad(app, { ...load, seconds: Math.min(seconds, 10), requestsFile: overLimitOnly });
     perRound.push({
       floor: floorLoad,
@@ -292,16 +305,6 @@ try {
     await redisApp.stop();
     servers.splice(servers.indexOf(redisApp), 1);
   }
-
-  log("app, in-process limiter, 10% of requests from accounts over their limit");
-  for (const secret of overLimitSecrets) {
-    for (let i = 0; i < 61; i++) {
-      await fetch(`${app.url}/api/v1/orders/ord_00000000000000000000000000000000`, {
-        headers: { authorization: `Bearer ${secret}` },
-      }).then((response) => response.arrayBuffer());
-    }
-  }
-  const mixedLoad = await runLoad(app, { ...load, requestsFile: mixedRequests });
 
   log(`memory: ${memoryAccounts} distinct accounts, one request each`);
   const memorySecrets = await memoryRunKeys();
@@ -341,9 +344,7 @@ try {
   const cpu429 = figure((r) => cpuMsPerRequest(r.refused) / cpuMsPerRequest(r.inProcess));
   const statements = figure((r) => r.statementsPerRequest);
   const inProcessCpu = median(perRound.map((r) => cpuMsPerRequest(r.inProcess)));
-  // In the mixed run, what the 429s cost with the 200s at the all-200 rate.
   const mixed429 = mixedLoad.requests_total - mixedLoad.status_2xx;
-  const mixedCpuPer429 = (mixedLoad.server_cpu_s * 1000 - mixedLoad.status_2xx * inProcessCpu) / Math.max(1, mixed429);
   const mb = (kb: number) => round(kb / 1024, 1);
   const goal = (figure: Spread | undefined, test: (value: number) => boolean, text: string) =>
     figure ? { goal: text, met: test(figure.median) } : "not run (no REDIS_URL)";
@@ -388,7 +389,7 @@ try {
         mixed: describeLoad(mixedLoad),
         mixed_429s: mixed429,
         cpu_ms_per_200: round(inProcessCpu, 3),
-        cpu_ms_per_429_in_mixed_run: round(mixedCpuPer429, 3),
+        cpu_ms_per_429: round(median(perRound.map((r) => cpuMsPerRequest(r.refused))), 3),
       },
       memory: {
         server_rss_idle_mb: mb(idleRssKb),

@@ -25,11 +25,12 @@ import {
   rssKb,
   startAppServer,
 } from "./lib/common";
+import { benchRounds, spread } from "./lib/interleaved";
 
 /**
  * The data engine on a large CSV (BENCH_CSV_MB, default 1024), each figure against DuckDB itself
  * doing the least the figure needs, from this same process, interleaved (baseline, ours, baseline,
- * ours, ...; BENCH_RUNS rounds, default 3), reported as the median ratio with its spread:
+ * ours, ...; BENCH_ROUNDS rounds, default 3), reported as the median ratio with its spread:
  * - profile: `SELECT count(*) FROM read_csv(...)` against readProfile (columns, a count of every
  *   column's values in one scan, the first 100 rows), goal >= 0.8x;
  * - Parquet: `COPY (SELECT * FROM read_csv(...)) TO ... (FORMAT parquet)` against the rendition as
@@ -40,7 +41,7 @@ import {
  *   default 50, so the 60/minute limit is never met).
  */
 const csvMb = Number(process.env.BENCH_CSV_MB ?? 1024);
-const rounds = Number(process.env.BENCH_RUNS ?? 3);
+const rounds = benchRounds();
 const workDir = await fs.mkdtemp(path.join(os.tmpdir(), "bench-datasets-"));
 process.env.DATASET_TEMP_DIR = path.join(workDir, "engine");
 
@@ -110,13 +111,8 @@ const peakRssMb = Math.max(...rss.stop());
 
 /** Baseline time over ours, per round (higher is better; 1 = as fast as DuckDB alone). */
 const ratios = (baseline: number[], measured: number[]) => baseline.map((value, index) => value / measured[index]!);
-const summarise = (values: number[]) => ({
-  median: round(median(values)),
-  min: round(Math.min(...values)),
-  max: round(Math.max(...values)),
-});
-const profileRatio = summarise(ratios(seconds.count, seconds.profile));
-const parquetRatio = summarise(ratios(seconds.copy, seconds.parquet));
+const profileRatio = spread(ratios(seconds.count, seconds.profile));
+const parquetRatio = spread(ratios(seconds.copy, seconds.parquet));
 const parquetSize = (await fs.stat(path.join(workDir, "rendition.parquet"))).size;
 const latency = await previewAgainstOrderRead();
 
@@ -207,6 +203,6 @@ async function previewAgainstOrderRead() {
   return {
     order: { p50: round(median(p50s(order))) },
     preview: { p50: round(median(p50s(preview))) },
-    p50_ratio: { median: round(median(ratios)), min: round(Math.min(...ratios)), max: round(Math.max(...ratios)) },
+    p50_ratio: spread(ratios),
   };
 }

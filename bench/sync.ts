@@ -122,19 +122,19 @@ try {
   const bigOut = path.join(workDir, "floor-big.bin");
   // The honest floor for a verifying client: curl writing the file and sha256sum hashing the same
   // bytes as they pass (three processes, so the socket, the disk and the hash overlap).
-  const verifyingCurl = async () => {
+  const verifyingCurl = async (hasher: string) => {
     const seconds = await timed(
       "sh",
-      ["-c", 'curl -sS -L --fail -H "$AUTH" "$URL" | tee "$OUT" | sha256sum > "$OUT.sum"'],
+      ["-c", `curl -sS -L --fail -H "$AUTH" "$URL" | tee "$OUT" | ${hasher} > "$OUT.sum"`],
       {
         AUTH: auth(big.id),
         URL: bigUrl,
         OUT: bigOut,
       },
     );
-    const printed = (await fs.readFile(`${bigOut}.sum`, "utf8")).split(" ")[0];
-    if (printed !== bigFile.sha256)
-      throw new Error(`the floor's sha256 ${printed} is not the file's ${bigFile.sha256}`);
+    // sha256sum prints "<hex>  -", openssl "SHA2-256(stdin)= <hex>".
+    const printed = (await fs.readFile(`${bigOut}.sum`, "utf8")).match(/[0-9a-f]{64}/)?.[0];
+    if (printed !== bigFile.sha256) throw new Error(`${hasher} printed ${printed}, not the file's ${bigFile.sha256}`);
     await fs.rm(bigOut);
     return seconds;
   };
@@ -142,7 +142,9 @@ try {
     smallCurl: number;
     smallTs: number;
     smallPy: number;
+    bigCurl: number;
     bigFloor: number;
+    bigOpenssl: number;
     bigTs: number;
     bigPy: number;
   }[] = [];
@@ -154,12 +156,15 @@ try {
     const smallPy = await py(path.join(workDir, `py-small-${round}`), small.id);
     if (round === 0) smallRerun = await ts(path.join(workDir, "ts-small-0"), small.id);
     log(`round ${round + 1} of ${rounds}: one ${BIG_BYTES / 1024 / 1024} MiB file`);
-    const bigFloor = await verifyingCurl();
+    const bigFloor = await verifyingCurl("sha256sum");
+    const bigOpenssl = await verifyingCurl("openssl dgst -sha256");
+    const bigCurl = await timed("curl", ["-sS", "-L", "--fail", "-H", auth(big.id), "-o", bigOut, bigUrl]);
+    await fs.rm(bigOut);
     const bigTs = await ts(path.join(workDir, "ts-big"), big.id);
     await fs.rm(path.join(workDir, "ts-big"), { recursive: true });
     const bigPy = await py(path.join(workDir, "py-big"), big.id);
     await fs.rm(path.join(workDir, "py-big"), { recursive: true });
-    runs.push({ smallCurl, smallTs, smallPy, bigFloor, bigTs, bigPy });
+    runs.push({ smallCurl, smallTs, smallPy, bigCurl, bigFloor, bigOpenssl, bigTs, bigPy });
   }
 
   const mibps = (seconds: number) => round(BIG_BYTES / 1024 / 1024 / seconds, 1);
@@ -206,6 +211,27 @@ try {
         python_mib_per_s: mibps(median(runs.map((run) => run.bigPy))),
         typescript_to_floor: bigTsRatio,
         python_to_floor: bigPyRatio,
+        openssl_floor:
+          "curl -L URL | tee FILE | openssl dgst -sha256 (the same with a hash that uses the CPU's SHA instructions, as the clients' do)",
+        openssl_floor_s: medianOf((run) => run.bigOpenssl),
+        typescript_to_openssl_floor: against(
+          (run) => run.bigOpenssl,
+          (run) => run.bigTs,
+        ),
+        python_to_openssl_floor: against(
+          (run) => run.bigOpenssl,
+          (run) => run.bigPy,
+        ),
+        curl_alone_s: medianOf((run) => run.bigCurl),
+        curl_alone_mib_per_s: mibps(median(runs.map((run) => run.bigCurl))),
+        typescript_to_curl_alone: against(
+          (run) => run.bigCurl,
+          (run) => run.bigTs,
+        ),
+        python_to_curl_alone: against(
+          (run) => run.bigCurl,
+          (run) => run.bigPy,
+        ),
       },
       goals: {
         typescript_big: { goal: ">= 0.9 of the floor", met: bigTsRatio.median >= 0.9 },
