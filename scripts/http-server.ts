@@ -17,7 +17,7 @@ import { CLIENT_IP_HEADER } from "../lib/security/header";
 import { API_HEADERS } from "../lib/security-headers";
 import { API_V1_PATH, serveApiV1 } from "./api-routes";
 import { serveDeltaSharing, SHARING_PATH_PATTERN } from "../lib/sharing/route";
-import { errorFields, logger } from "../lib/log";
+import { batchLogWrites, errorFields, logger } from "../lib/log";
 import { metricsExposition } from "../lib/metrics";
 import { assignRequestId, recordRequestWhenDone } from "../lib/observability";
 
@@ -48,6 +48,8 @@ const hostname = values.hostname;
 // Methods a web Request can be made for; Node's parser already refuses unknown ones, and CONNECT never reaches here.
 const UNSUPPORTED_METHODS = new Set(["TRACE", "TRACK"]);
 
+// A log line per request: written in batches (lib/log.ts), before anything is logged.
+batchLogWrites();
 let timeouts: HttpTimeouts;
 try {
   // This process answers requests: its database statements get a deadline (lib/db/timeouts.ts).

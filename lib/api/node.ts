@@ -4,6 +4,7 @@ import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { pipeline } from "node:stream/promises";
 import type { NextApiRequest, NextApiResponse } from "next";
 import { requestIdFrom } from "./request-id";
+import { textBodyOf } from "./text-response";
 import { isReadOnlyMethod, methodNotAllowed } from "./responses";
 
 /**
@@ -12,8 +13,8 @@ import { isReadOnlyMethod, methodNotAllowed } from "./responses";
  * responses lose Content-Length in Next.js 16, and their per-request machinery cost 1.4x the CPU
  * under load (bench/api-list.ts).
  */
-export type WebHandler = (
-  request: Request,
+export type WebHandler<Incoming extends RouteRequest = RouteRequest> = (
+  request: Incoming,
   context: {
     requestId: string;
     query: NextApiRequest["query"];
@@ -22,16 +23,39 @@ export type WebHandler = (
   },
 ) => Promise<Response>;
 
+/** What a route with a short answer reads of its request, as a web Request has it. */
+export type RouteRequest = Pick<Request, "url" | "method" | "headers">;
+
+type NodeRoute = (req: IncomingMessage & { query?: NextApiRequest["query"] }, res: ServerResponse) => Promise<void>;
+
 /**
- * A read-only route: GET and HEAD go to `handle`, any other method gets 405 before a web Request
- * is made (undici refuses to make one for TRACE, which would otherwise end as Next's bare 500).
- * `stream` sends the body as it comes (downloads); short answers go out whole, with their length.
+ * A read-only route with a short answer, sent whole with its length: GET and HEAD go to `handle`,
+ * any other method gets 405 (undici cannot even make a web Request for TRACE, which would
+ * otherwise end as Next's bare 500). The handler sees Node's request as a web Request would show
+ * it, its URL and headers made only if read: most API requests read neither, and making a
+ * Request cost a twentieth of the CPU per request (bench/api-accounts.ts, profiled).
  */
-export function readOnlyNodeRoute(handle: WebHandler, { stream = false }: { stream?: boolean } = {}) {
-  return async (req: IncomingMessage & { query?: NextApiRequest["query"] }, res: ServerResponse): Promise<void> => {
+export function readOnlyNodeRoute(handle: WebHandler): NodeRoute {
+  return nodeRoute(handle, (req) => new NodeRequestView(req), false);
+}
+
+/**
+ * A read-only route whose body is sent as it comes (downloads), to a web Request whose signal is
+ * aborted when the client goes away before the answer is complete.
+ */
+export function streamingNodeRoute(handle: WebHandler<Request>): NodeRoute {
+  return nodeRoute(handle, streamingRequest, true);
+}
+
+function nodeRoute<Incoming extends RouteRequest>(
+  handle: WebHandler<Incoming>,
+  request: (req: IncomingMessage, res: ServerResponse) => Incoming,
+  stream: boolean,
+): NodeRoute {
+  return async (req, res) => {
     const requestId = requestIdFrom(req.headers["x-request-id"]);
     if (!isReadOnlyMethod(req.method)) return sendResponse(res, methodNotAllowed(req.method ?? "", requestId));
-    const response = await handle(webRequest(req, res, stream), { requestId, query: req.query ?? {}, incoming: req });
+    const response = await handle(request(req, res), { requestId, query: req.query ?? {}, incoming: req });
     return sendResponse(res, response, stream);
   };
 }
@@ -45,18 +69,29 @@ export function anyMethodNodeRoute(answer: (path: string, requestId: string) => 
     );
 }
 
-function webRequest(req: IncomingMessage, res: ServerResponse, stream: boolean): Request {
-  // A streamed body is abandoned when the client goes away ('close' before the response
-  // finished); short answers do not need the signal, and skip its cost.
-  let signal: AbortSignal | undefined;
-  if (stream) {
-    const client = new AbortController();
-    res.once("close", () => {
-      if (!res.writableFinished) client.abort();
-    });
-    signal = client.signal;
+/** Node's request as a RouteRequest: URL and Headers made on first read. */
+class NodeRequestView implements RouteRequest {
+  #url?: string;
+  #headers?: Headers;
+  constructor(private readonly incoming: IncomingMessage) {}
+  get method(): string {
+    return this.incoming.method ?? "GET";
   }
-  return new Request(requestUrl(req), { method: req.method, headers: webHeaders(req), signal });
+  get url(): string {
+    return (this.#url ??= requestUrl(this.incoming).href);
+  }
+  get headers(): Headers {
+    return (this.#headers ??= webHeaders(this.incoming));
+  }
+}
+
+/** A web Request for a streamed answer: its signal tells the body's source that the client left. */
+function streamingRequest(req: IncomingMessage, res: ServerResponse): Request {
+  const client = new AbortController();
+  res.once("close", () => {
+    if (!res.writableFinished) client.abort();
+  });
+  return new Request(requestUrl(req), { method: req.method, headers: webHeaders(req), signal: client.signal });
 }
 
 /** Node's request headers as web Headers. */
@@ -79,7 +114,6 @@ function requestUrl(req: IncomingMessage): URL {
 }
 
 const nodeBodies = new WeakMap<Response, () => Readable>();
-
 /**
  * Gives a streamed response a Node source for its body: served on Node's response, the bytes are
  * piped from it straight to the socket (a file at the speed of fs.createReadStream) and the
@@ -103,8 +137,9 @@ export async function sendResponse(res: ServerResponse, response: Response, stre
     res.end();
   } else if (!stream) {
     // A short body goes out whole, with its length (not chunked), in one write.
-    const body = Buffer.from(await response.arrayBuffer());
-    res.writeHead(response.status, { ...headers, "Content-Length": String(body.length) });
+    // A text goes to Node as it is: written with the headers in one string, without a Buffer of its own.
+    const body = textBodyOf(response) ?? Buffer.from(await response.arrayBuffer());
+    res.writeHead(response.status, { ...headers, "Content-Length": String(Buffer.byteLength(body)) });
     res.end(body);
   } else {
     res.writeHead(response.status, headers);

@@ -1,4 +1,5 @@
 import { AUTH_FAILURE_LIMIT, DATASETS_RATE_LIMIT, DOWNLOAD_LINK_TTL_SECONDS, ORDER_PAGE_SIZE } from "../contract";
+import { textResponse } from "./text-response";
 import { AppError, type ErrorCode } from "../errors";
 import { configuredOrigin } from "../site";
 import { errorFields, logger } from "../log";
@@ -147,7 +148,7 @@ export function problemResponse(error: unknown, requestId: string, headers: Head
   responseHeaders.set("Content-Type", PROBLEM_CONTENT_TYPE);
   responseHeaders.set("X-Request-Id", requestId);
   responseHeaders.set("Cache-Control", "no-store");
-  return new Response(JSON.stringify(body), { status, headers: responseHeaders });
+  return textResponse(JSON.stringify(body), { status, headers: responseHeaders });
 }
 
 /** How long a client should wait after the database failed it: a restart or failover takes seconds. */

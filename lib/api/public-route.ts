@@ -1,11 +1,11 @@
 import { AppError } from "../errors";
-import { anyMethodNodeRoute, readOnlyNodeRoute } from "./node";
+import { anyMethodNodeRoute, readOnlyNodeRoute, type RouteRequest } from "./node";
 import { problemResponse } from "./problem";
 
 /** The /api/v1 routes that need no key. Apart from lib/api/route.ts, so that they load no database client. */
 
 /** A public, read-only /api/v1 route (no key): the OpenAPI document. */
-export function publicApiRoute(handler: (request: Request) => Promise<Response>) {
+export function publicApiRoute(handler: (request: RouteRequest) => Promise<Response>) {
   return readOnlyNodeRoute(async (request, { requestId }) => {
     try {
       const response = await handler(request);

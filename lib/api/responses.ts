@@ -1,3 +1,4 @@
+import { textResponse } from "./text-response";
 import { AppError } from "../errors";
 import { problemResponse } from "./problem";
 
@@ -5,7 +6,7 @@ import { problemResponse } from "./problem";
 
 /** JSON for API clients (already serialised, e.g. by the database): never cached by shared caches. */
 export function apiJson(json: string): Response {
-  return new Response(json, {
+  return textResponse(json, {
     headers: { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "private, no-store" },
   });
 }

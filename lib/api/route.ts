@@ -7,13 +7,13 @@ import { sqlQuery, type SqlRunner } from "../db/client";
 import { authFailures } from "../ratelimit/auth-failures";
 import { DATASETS_POLICY, enforceRatePolicy, socialPolicy, type RatePolicy } from "../ratelimit/policies";
 import { socialAccessFor, type SocialAccessSettings } from "../social/access";
-import { readOnlyNodeRoute } from "./node";
+import { readOnlyNodeRoute, type RouteRequest } from "./node";
 import { countKeyUse } from "../keys/usage";
 import { annotateRequest } from "../observability";
 import { problemResponse } from "./problem";
 
 export type ApiContext<Params> = {
-  request: Request;
+  request: RouteRequest;
   requestId: string;
   key: AuthenticatedKey;
   params: Params;
@@ -52,7 +52,7 @@ export function apiRoute<Params extends Record<string, string> = Record<string, 
     try {
       const response = await authFailures().authenticate(clientIp(incoming), async () => {
         const now = new Date();
-        const presented = presentedKey(request.headers.get("authorization"));
+        const presented = presentedKey(incoming.headers.authorization ?? null);
         const known = presented.known;
         const checkLater = options.keyInFirstRead === true && known?.permission === options.permission;
         const key = checkLater ? known : await verifyKey(presented, now);

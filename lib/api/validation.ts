@@ -2,7 +2,7 @@ import type { z } from "zod";
 import { AppError } from "../errors";
 
 /** Parses a request's query string with its schema; the first problem becomes a 400 invalid_request. */
-export function parseQuery<Schema extends z.ZodType>(schema: Schema, request: Request): z.infer<Schema> {
+export function parseQuery<Schema extends z.ZodType>(schema: Schema, request: { url: string }): z.infer<Schema> {
   const params = new URL(request.url).searchParams;
   // A repeated parameter is ambiguous; the first occurrence counts.
   const result = schema.safeParse(Object.fromEntries([...new Set(params.keys())].map((key) => [key, params.get(key)])));

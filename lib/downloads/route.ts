@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { readOnlyNodeRoute } from "../api/node";
+import { streamingNodeRoute } from "../api/node";
 import { DOWNLOAD_PATH, serveDownload } from "./serve";
 
 const DOWNLOAD_LINK_PATH = new RegExp(`^${DOWNLOAD_PATH}(?:/|$)`);
@@ -16,9 +16,8 @@ export function isDownloadLinkPath(path: string): boolean {
  * (bench/download.ts). Everything under /api/dl is a link: a missing or extra segment is an invalid
  * link (problem+json), as a real token has no "/".
  */
-export const serveDownloadLink: (req: IncomingMessage, res: ServerResponse) => Promise<void> = readOnlyNodeRoute(
+export const serveDownloadLink: (req: IncomingMessage, res: ServerResponse) => Promise<void> = streamingNodeRoute(
   (request, { requestId, incoming }) => serveDownload(request, tokenOf(incoming.url ?? ""), { requestId }),
-  { stream: true },
 );
 
 function tokenOf(url: string): string {

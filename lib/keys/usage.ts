@@ -40,8 +40,15 @@ export function usageCountingEnabled(): boolean {
  */
 export function countKeyUse(keyId: string, status: number, at = new Date()): void {
   if (!usageCountingEnabled()) return;
-  const hour = new Date(Math.floor(at.getTime() / HOUR_MS) * HOUR_MS).toISOString();
-  addCount(counters(), `${keyId}|${hour}|${outcomeOf(status)}`, 1);
+  addCount(counters(), `${keyId}|${hourOf(at)}|${outcomeOf(status)}`, 1);
+}
+
+let lastHour = { start: NaN, iso: "" };
+/** The hour `at` falls in, as an ISO timestamp: made once an hour, not once a request. */
+function hourOf(at: Date): string {
+  const start = Math.floor(at.getTime() / HOUR_MS) * HOUR_MS;
+  if (start !== lastHour.start) lastHour = { start, iso: new Date(start).toISOString() };
+  return lastHour.iso;
 }
 
 /** Adds to a slot's count and makes sure a flush is coming. */

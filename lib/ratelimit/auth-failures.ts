@@ -52,8 +52,9 @@ export function authFailureGuard(limiter: RateLimiter, now: () => number = Date.
 
   return {
     async authenticate(clientAddress, authenticate) {
-      const client = clientKey(clientAddress);
+      // Parsing the address is for failures and noted clients only: a valid key's request skips it.
       if (noted.size > 0) {
+        const client = clientKey(clientAddress);
         const until = noted.get(client);
         if (until !== undefined && until > now()) throw refusal(until, Math.max(1, Math.ceil((until - now()) / 1000)));
         if (until !== undefined) noted.delete(client);
@@ -62,6 +63,7 @@ export function authFailureGuard(limiter: RateLimiter, now: () => number = Date.
         return await authenticate();
       } catch (error) {
         if (!(error instanceof AppError && FAILURES.has(error.code))) throw error;
+        const client = clientKey(clientAddress);
         const decision = await limiter.check(client);
         if (!decision.allowed) {
           note(client, decision.resetAt);
