@@ -1,7 +1,7 @@
 import { db, sqlQuery, type SqlRunner } from "../db/client";
 import type { DownloadTarget } from "../downloads/serve";
 import { AppError } from "../errors";
-import { QUEUES, sendJob } from "../jobs";
+import { jobTransaction, QUEUES, sendJob } from "../jobs";
 import { getDownloadableFile, type DownloadableFile } from "../orders/queries";
 import { isOwnFormat, RENDITION_CONTENT_TYPES, renditionName, type RenditionFormat } from "./formats";
 import type { Json } from "./preview-values";
@@ -83,7 +83,7 @@ export async function downloadTargetFor(
  * once queue one job.
  */
 async function requestRendition(fileId: string, format: RenditionFormat, profiled: boolean): Promise<void> {
-  await db().$transaction(async (tx) => {
+  await jobTransaction(async (tx) => {
     const created = await tx.fileRendition.createMany({ data: [{ fileId, format }], skipDuplicates: true });
     if (created.count === 1 && profiled) await sendJob(QUEUES.datasetRendition, { fileId, format }, { tx });
   });

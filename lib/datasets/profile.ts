@@ -1,6 +1,6 @@
 import { db, Prisma } from "../db/client";
 import { errorFields, logger } from "../log";
-import { QUEUES, sendJob } from "../jobs";
+import { jobTransaction, QUEUES, sendJob } from "../jobs";
 import { duckdbMessageFor, readerSql, withDuckDB, withTempDir } from "./engine";
 import type { Compression, DataFormat, FileFormat } from "./formats";
 import { previewRows, withinPreviewSize, type Json } from "./preview-values";
@@ -81,7 +81,7 @@ export async function profileStoredFile(
       }
     },
   );
-  await db().$transaction(async (tx) => {
+  await jobTransaction(async (tx) => {
     await tx.orderFile.update({
       where: { id: file.id },
       data: outcome.profile

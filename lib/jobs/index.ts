@@ -1,5 +1,5 @@
 import PgBoss from "pg-boss";
-import { poolQuery, type Prisma } from "../db/client";
+import { db, poolQuery, type Prisma } from "../db/client";
 import { errorFields, logger } from "../log";
 import { dropProcessSingleton, processSingleton } from "../singleton";
 
@@ -103,6 +103,17 @@ function transactionDb(tx: Prisma.TransactionClient): PgBoss.Db {
       return { rows: await tx.$queryRawUnsafe<unknown[]>(text, ...params) };
     },
   };
+}
+
+/**
+ * A transaction that may send jobs (sendJob with its `tx`), opened once the process's queue has
+ * started: started inside it, the first send of a process (the CLI's, an instance's) waited for
+ * pg-boss's start inside the transaction, which on a busy database outlasted Prisma's 5 s
+ * transaction timeout (seen in CI).
+ */
+export async function jobTransaction<T>(work: (tx: Prisma.TransactionClient) => Promise<T>): Promise<T> {
+  await jobQueue();
+  return db().$transaction(work);
 }
 
 /** Sends a job, inside `tx` when given. */

@@ -1,6 +1,6 @@
 import { db, type Prisma } from "../db/client";
 import { formatDate } from "../format";
-import { QUEUES, sendJob } from "../jobs";
+import { jobTransaction, QUEUES, sendJob } from "../jobs";
 import { logger } from "../log";
 import { recordSecurityEvent } from "../security/log";
 import { authBaseUrl } from "../site";
@@ -64,7 +64,7 @@ export async function runKeyLifecycle(
       select: { ...keySelect, buyer: { select: { email: true } } },
     });
     for (const key of keys) {
-      const sent = await db().$transaction(async (tx) => {
+      const sent = await jobTransaction(async (tx) => {
         if (!(await claim(tx, key.id, reminder.kind, now))) return false;
         await emitEvent(tx, { buyerId: key.buyerId, type: "key.expiring", data: keyEventData(key), at: now });
         await sendJob(QUEUES.mail, expiryReminder(key, key.buyer.email, reminder.words), { tx });
@@ -84,7 +84,7 @@ export async function runKeyLifecycle(
     select: keySelect,
   });
   for (const key of expiredKeys) {
-    const sent = await db().$transaction(async (tx) => {
+    const sent = await jobTransaction(async (tx) => {
       if (!(await claim(tx, key.id, "expired", now))) return false;
       await emitEvent(tx, { buyerId: key.buyerId, type: "key.expired", data: keyEventData(key), at: now });
       return true;

@@ -7,7 +7,7 @@ import { isTypedId } from "../ids";
 import { fileStorage, hashStream, type StoredObject } from "../storage";
 import { parseS3Location, readS3Object, storageError } from "../storage/s3";
 import { formatFromName } from "../datasets/formats";
-import { jobQueue, QUEUES, sendJob } from "../jobs";
+import { jobQueue, jobTransaction, QUEUES, sendJob } from "../jobs";
 import { emitEvent } from "../webhooks/emit";
 import { orderJson } from "./queries";
 import type { OrderStatus } from "./status";
@@ -47,7 +47,7 @@ export async function createOrder(input: {
  * change is never committed unannounced.
  */
 export async function setOrderStatus(orderId: string, status: OrderStatus, now = new Date()) {
-  return db().$transaction(async (tx) => {
+  return jobTransaction(async (tx) => {
     // Locked, so two status changes of one order are applied (and announced) one after the other.
     const [order] = await tx.$queryRaw<
       { status: OrderStatus; deliveredAt: Date | null; refundedAt: Date | null; buyerId: string }[]

@@ -1,6 +1,6 @@
 import { Webhook } from "standardwebhooks";
 import { db, sqlQuery, type Prisma } from "../db/client";
-import { QUEUES, sendJob } from "../jobs";
+import { jobTransaction, QUEUES, sendJob } from "../jobs";
 import { errorFields, logger } from "../log";
 import { openSecret } from "./secret";
 import { postOnce, type AddressFilter, type PostResult } from "./ssrf";
@@ -132,7 +132,7 @@ async function recordOutcome(
   now: () => Date,
   attempt?: Attempt,
 ): Promise<void> {
-  await db().$transaction(async (tx) => {
+  await jobTransaction(async (tx) => {
     if (attempt) await tx.webhookAttempt.create({ data: attempt });
     if (outcome.result === "delivered") {
       await tx.webhookMessage.update({
@@ -218,7 +218,7 @@ async function noteEndpointFailure(message: Leased, at: Date): Promise<void> {
   }
   if (at.getTime() - failingSince.getTime() < DISABLE_AFTER_FAILING_MS) return;
   const reason = `Disabled on ${at.toISOString()}: every delivery failed for 3 days.`;
-  await db().$transaction(async (tx) => {
+  await jobTransaction(async (tx) => {
     const { count } = await tx.webhookEndpoint.updateMany({
       where: { id: message.endpointId, enabled: true },
       data: { enabled: false, disabledReason: reason },

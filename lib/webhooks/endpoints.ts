@@ -4,7 +4,7 @@ import { CONTROL_CHARACTERS } from "../contract";
 import { db } from "../db/client";
 import { AppError } from "../errors";
 import { isTypedId } from "../ids";
-import { QUEUES, sendJob } from "../jobs";
+import { jobTransaction, QUEUES, sendJob } from "../jobs";
 import { emitEvent } from "./emit";
 import { WEBHOOK_EVENT_TYPES, webhookEventTypeSchema, type WebhookEventType } from "./events";
 import { generateWebhookSecret, sealSecret, secretHint } from "./secret";
@@ -196,7 +196,7 @@ export async function deleteEndpoint(buyerId: string, endpointId: string) {
 /** Sends a `webhook.test` event to this endpoint only (enabled or not would be refused: it must be enabled). */
 export async function sendTestEvent(buyerId: string, endpointId: string, at = new Date()): Promise<string> {
   const endpoint = await ownEndpoint(buyerId, endpointId);
-  const [messageId] = await db().$transaction((tx) =>
+  const [messageId] = await jobTransaction((tx) =>
     emitEvent(tx, {
       buyerId,
       type: "webhook.test",
@@ -224,7 +224,7 @@ export async function resendMessage(buyerId: string, messageId: string, at = new
     : null;
   if (!message) throw new AppError("not_found", `No webhook message ${messageId} for this account.`);
   if (!message.endpoint.enabled) throw new AppError("invalid_argument", "Enable the endpoint before resending to it.");
-  await db().$transaction(async (tx) => {
+  await jobTransaction(async (tx) => {
     const { count } = await tx.webhookMessage.updateMany({
       where: { id: message.id, status: { not: "pending" } },
       data: { status: "pending", attempts: 0, nextAttemptAt: at, leaseUntil: null, deliveredAt: null },
