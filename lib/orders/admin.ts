@@ -7,7 +7,7 @@ import { isTypedId } from "../ids";
 import { fileStorage, hashStream, type StoredObject } from "../storage";
 import { parseS3Location, readS3Object, storageError } from "../storage/s3";
 import { formatFromName } from "../datasets/formats";
-import { jobQueue, jobTransaction, QUEUES, sendJob } from "../jobs";
+import { jobTransaction, QUEUES, sendJob } from "../jobs";
 import { emitEvent } from "../webhooks/emit";
 import { orderJson } from "./queries";
 import type { OrderStatus } from "./status";
@@ -179,11 +179,8 @@ async function recordFile(
 ): Promise<AddedFile> {
   const { format, compression } = formatFromName(file.name);
   try {
-    // A data file is profiled by the worker (lib/datasets): its job commits with the row. The queue
-    // is started first: starting it inside the transaction (the CLI's first file) can outlast the
-    // transaction's timeout on a busy database, after the bytes were stored.
-    if (format !== "binary") await jobQueue();
-    const row = await db().$transaction(async (tx) => {
+    // A data file is profiled by the worker (lib/datasets): its job commits with the row.
+    const row = await jobTransaction(async (tx) => {
       const created = await tx.orderFile.create({
         data: {
           orderId,

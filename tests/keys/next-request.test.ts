@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../lib/db/client";
-import { closeJobQueue, jobQueue } from "../../lib/jobs";
+import { closeJobQueue } from "../../lib/jobs";
 import { replaceApiKey, revokeApiKey } from "../../lib/keys";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";
@@ -21,9 +21,6 @@ let paths: Record<string, string>;
 
 beforeAll(async () => {
   env = await createTestEnvironment("key_next_request");
-  // The queue's schema and this process's queue exist before a fixture's file queues its profile job
-  // in a transaction (starting them inside it can outlast the transaction's timeout on a busy machine).
-  await jobQueue();
   instances = await Promise.all(
     [1, 2].map(() =>
       startServer({ databaseUrl: env.database.url, storageDir: env.storageDir, env: { REDIS_URL: "" } }),
