@@ -168,25 +168,17 @@ try {
   }
 
   const mibps = (seconds: number) => round(BIG_BYTES / 1024 / 1024 / seconds, 1);
-  const medianOf = (pick: (run: (typeof runs)[number]) => number) => round(median(runs.map(pick)), 2);
-  const against = (floor: (run: (typeof runs)[number]) => number, client: (run: (typeof runs)[number]) => number) =>
-    spread(runs.map((run) => floor(run) / client(run)));
-  const smallTsRatio = against(
-    (run) => run.smallCurl,
-    (run) => run.smallTs,
-  );
-  const smallPyRatio = against(
-    (run) => run.smallCurl,
-    (run) => run.smallPy,
-  );
-  const bigTsRatio = against(
-    (run) => run.bigFloor,
-    (run) => run.bigTs,
-  );
-  const bigPyRatio = against(
-    (run) => run.bigFloor,
-    (run) => run.bigPy,
-  );
+  type Run = (typeof runs)[number];
+  const medianOf = (pick: (run: Run) => number) => round(median(runs.map(pick)), 2);
+  /** Both clients' throughput against one baseline, round by round: the baseline's time / the client's. */
+  const clientsAgainst = (baseline: keyof Run, ts: keyof Run = "bigTs", py: keyof Run = "bigPy") => ({
+    typescript: spread(runs.map((run) => run[baseline] / run[ts])),
+    python: spread(runs.map((run) => run[baseline] / run[py])),
+  });
+  const smallToCurl = clientsAgainst("smallCurl", "smallTs", "smallPy");
+  const bigToFloor = clientsAgainst("bigFloor");
+  const bigToOpenssl = clientsAgainst("bigOpenssl");
+  const bigToCurl = clientsAgainst("bigCurl");
   await report(
     "sync",
     {
@@ -197,8 +189,8 @@ try {
         typescript_sync_s: medianOf((run) => run.smallTs),
         python_sync_s: medianOf((run) => run.smallPy),
         typescript_rerun_nothing_to_fetch_s: round(smallRerun, 2),
-        typescript_to_curl: smallTsRatio,
-        python_to_curl: smallPyRatio,
+        typescript_to_curl: smallToCurl.typescript,
+        python_to_curl: smallToCurl.python,
       },
       big_mib: BIG_BYTES / 1024 / 1024,
       big: {
@@ -209,38 +201,26 @@ try {
         typescript_mib_per_s: mibps(median(runs.map((run) => run.bigTs))),
         python_sync_s: medianOf((run) => run.bigPy),
         python_mib_per_s: mibps(median(runs.map((run) => run.bigPy))),
-        typescript_to_floor: bigTsRatio,
-        python_to_floor: bigPyRatio,
+        typescript_to_floor: bigToFloor.typescript,
+        python_to_floor: bigToFloor.python,
         openssl_floor:
           "curl -L URL | tee FILE | openssl dgst -sha256 (the same with a hash that uses the CPU's SHA instructions, as the clients' do)",
         openssl_floor_s: medianOf((run) => run.bigOpenssl),
-        typescript_to_openssl_floor: against(
-          (run) => run.bigOpenssl,
-          (run) => run.bigTs,
-        ),
-        python_to_openssl_floor: against(
-          (run) => run.bigOpenssl,
-          (run) => run.bigPy,
-        ),
+        typescript_to_openssl_floor: bigToOpenssl.typescript,
+        python_to_openssl_floor: bigToOpenssl.python,
         curl_alone_s: medianOf((run) => run.bigCurl),
         curl_alone_mib_per_s: mibps(median(runs.map((run) => run.bigCurl))),
-        typescript_to_curl_alone: against(
-          (run) => run.bigCurl,
-          (run) => run.bigTs,
-        ),
-        python_to_curl_alone: against(
-          (run) => run.bigCurl,
-          (run) => run.bigPy,
-        ),
+        typescript_to_curl_alone: bigToCurl.typescript,
+        python_to_curl_alone: bigToCurl.python,
       },
       goals: {
-        typescript_big: { goal: ">= 0.9 of the floor", met: bigTsRatio.median >= 0.9 },
-        python_big: { goal: ">= 0.8 of the floor", met: bigPyRatio.median >= 0.8 },
+        typescript_big: { goal: ">= 0.9 of the floor", met: bigToFloor.typescript.median >= 0.9 },
+        python_big: { goal: ">= 0.8 of the floor", met: bigToFloor.python.median >= 0.8 },
       },
       note: "ratios are throughput (the floor's time / the client's), median of the rounds with min-max; small files against plain curl (no checksum), the big file against curl | tee | sha256sum",
     },
-    `sync, ${rounds} interleaved rounds: ${SMALL_FILES} small files TS ${formatSpread(smallTsRatio)} / Python ${formatSpread(smallPyRatio)} of curl; ` +
-      `${BIG_BYTES / 1024 / 1024} MiB TS ${formatSpread(bigTsRatio)} / Python ${formatSpread(bigPyRatio)} of curl | tee | sha256sum`,
+    `sync, ${rounds} interleaved rounds: ${SMALL_FILES} small files TS ${formatSpread(smallToCurl.typescript)} / Python ${formatSpread(smallToCurl.python)} of curl; ` +
+      `${BIG_BYTES / 1024 / 1024} MiB TS ${formatSpread(bigToFloor.typescript)} / Python ${formatSpread(bigToFloor.python)} of curl | tee | sha256sum`,
   );
 } finally {
   await stopApp?.();
