@@ -109,7 +109,8 @@ describe("a stalled database", () => {
     }
     await expectServing();
     // Logged as causes ("canceling statement due to statement timeout"), without SQL or stack frames.
-    expect(server.output()).toMatch(/database unavailable: Query read timeout/);
-    expect(server.output()).not.toMatch(/SELECT|\n\s+at /);
+    const output = await server.loggedSoFar();
+    expect(output).toMatch(/database unavailable: Query read timeout/);
+    expect(output).not.toMatch(/SELECT|\n\s+at /);
   });
 });

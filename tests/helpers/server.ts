@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import net from "node:net";
 import path from "node:path";
 
@@ -8,6 +9,11 @@ export type TestServer = {
   url: string;
   stop: () => Promise<void>;
   output: () => string;
+  /**
+   * The output once everything logged before this call has been written: the server writes its
+   * log in batches (lib/log.ts), so a line can reach the output up to a quarter second late.
+   */
+  loggedSoFar: () => Promise<string>;
   /** The launcher's pid (scripts/serve.ts); the HTTP server is its child (tests/faults/helpers/processes.ts signals both). */
   pid?: number;
 };
@@ -45,7 +51,20 @@ export async function startServer(options: {
   child.stdout?.on("data", (chunk) => (output += chunk));
   child.stderr?.on("data", (chunk) => (output += chunk));
   await waitUntilReady(`${url}${options.readyPath ?? "/api/health"}`, child, () => output);
-  return { url, stop: () => stop(child), output: () => output, pid: child.pid };
+  const loggedSoFar = async () => {
+    // Lines are written in order: once a request made now is in the output, so is all before it.
+    const marker = randomUUID();
+    await fetch(`${url}/api/health`, { headers: { "X-Request-Id": marker } }).then((response) =>
+      response.arrayBuffer(),
+    );
+    const deadline = Date.now() + 5_000;
+    while (!output.includes(marker)) {
+      if (Date.now() > deadline) throw new Error(`The server's log did not show request ${marker} within 5 s.`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    return output;
+  };
+  return { url, stop: () => stop(child), output: () => output, loggedSoFar, pid: child.pid };
 }
 
 async function waitUntilReady(url: string, child: ChildProcess, output: () => string): Promise<void> {
