@@ -1,9 +1,8 @@
 import http from "node:http";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AUTH_FAILURE_LIMIT } from "../../lib/contract";
 import { generateSecret } from "../../lib/keys/secret";
-import { createTestEnvironment } from "../helpers/database";
+import { createTestEnvironment, lockTable } from "../helpers/database";
 import { apiKey, buyer, type TestEnvironment } from "../helpers/fixtures";
 import { expectProblem } from "../helpers/problem";
 import { startServer, type TestServer } from "../helpers/server";
@@ -67,16 +66,12 @@ describe(`failed authentications: ${limit} a minute per client address`, () => {
 
     // The api_keys table is locked: any key lookup would wait (and end in a 503), yet the noted
     // address is answered 429 at once, even with a valid key.
-    const migration = new pg.Client({ connectionString: env.database.url });
-    await migration.connect();
+    const migration = await lockTable(env.database.url, "api_keys");
     try {
-      await migration.query("BEGIN");
-      await migration.query("LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE");
       await expectProblem(await ordersFrom("127.0.0.2", bearer(validKey)), 429, "rate_limited");
       await expectProblem(await ordersFrom("127.0.0.2", {}), 429, "rate_limited");
     } finally {
-      await migration.query("COMMIT");
-      await migration.end();
+      await migration.release();
     }
   });
 

@@ -1,6 +1,5 @@
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestEnvironment } from "../helpers/database";
+import { createTestEnvironment, lockTable } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";
 import { expectProblem } from "../helpers/problem";
 import { startServer, type TestServer } from "../helpers/server";
@@ -72,17 +71,13 @@ async function eventually(condition: () => boolean, withinMs: number): Promise<v
 describe("a stalled database", () => {
   it("a table lock (as a migration holds): 503 after the statement timeout, then serving again", async () => {
     await expectServing();
-    const migration = new pg.Client({ connectionString: env.database.url });
-    await migration.connect();
+    const migration = await lockTable(env.database.url, "api_keys");
     try {
-      await migration.query("BEGIN");
-      await migration.query("LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE");
       // More requests than the pool has connections: those waiting for one give up in time too.
       const answers = await Promise.all(Array.from({ length: 6 }, listOrders));
       for (const answer of answers) await expectServiceUnavailable(answer);
-      await migration.query("COMMIT");
     } finally {
-      await migration.end();
+      await migration.release();
     }
     await expectServing();
   });

@@ -1,7 +1,7 @@
-import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { sqlQuery } from "../../lib/db/client";
 import { migrate } from "../../lib/db/migrate";
+import { lockTable } from "../helpers/database";
 import { apiKey, buyer, order, prepareTestEnvironment, type TestEnvironment } from "../helpers/fixtures";
 import { startServer, type TestServer } from "../helpers/server";
 import { startLoad, type LoadRequest } from "./helpers/load";
@@ -204,21 +204,19 @@ it("usage writes blocked for three flush intervals (a migration's lock): answers
   const before = await recordedUsage();
   const app = (server = await startApp());
   const load = startOrdersLoad(app);
-  const migration = new pg.Client({ connectionString: cluster.url });
-  await migration.connect();
+  let migration: Awaited<ReturnType<typeof lockTable>> | undefined;
   let lockedMs = 0;
   try {
     await sleep(1_000);
-    await migration.query("BEGIN");
-    await migration.query("LOCK TABLE api_key_usage IN ACCESS EXCLUSIVE MODE");
+    migration = await lockTable(cluster.url, "api_key_usage");
     const lockedAt = Date.now();
     await sleep(3 * FLUSH_INTERVAL_MS + 1_000);
-    await migration.query("COMMIT");
+    await migration.release();
     lockedMs = Date.now() - lockedAt;
     // One more flush, once the table is free.
     await sleep(FLUSH_INTERVAL_MS + 1_000);
   } finally {
-    await migration.end();
+    await migration?.release();
     await load.stop();
   }
   const requests = load.requests;

@@ -1,3 +1,4 @@
+import pg from "pg";
 import { inject } from "vitest";
 import { createDatabase, type TestDatabase } from "./database-server";
 import { prepareTestEnvironment, type TestEnvironment } from "./fixtures";
@@ -19,4 +20,22 @@ export async function createTestEnvironment(prefix: string): Promise<TestEnviron
   // The storage the run was started with (STORAGE_DRIVER=s3: the tests' S3 store), for this process and its servers.
   Object.assign(process.env, inject("storageEnv"));
   return prepareTestEnvironment(await createMigratedDatabase(prefix), prefix);
+}
+
+/**
+ * Holds an ACCESS EXCLUSIVE lock on `table`, as a migration does, in a transaction on a connection
+ * of its own, until `release` commits it and closes the connection (once, however often called).
+ */
+export async function lockTable(databaseUrl: string, table: string): Promise<{ release: () => Promise<void> }> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    await client.query("BEGIN");
+    await client.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
+  } catch (error) {
+    await client.end();
+    throw error;
+  }
+  let released: Promise<void> | undefined;
+  return { release: () => (released ??= client.query("COMMIT").then(() => client.end())) };
 }

@@ -1,9 +1,8 @@
-import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { db } from "../../lib/db/client";
 import { closeJobQueue, jobQueue } from "../../lib/jobs";
 import { createOrder, setOrderStatus } from "../../lib/orders/admin";
-import { createTestEnvironment } from "../helpers/database";
+import { createTestEnvironment, lockTable } from "../helpers/database";
 import { buyer, type TestEnvironment } from "../helpers/fixtures";
 
 let env: TestEnvironment;
@@ -46,16 +45,13 @@ it("announces a status change when the job queue takes longer to start than a tr
   // for longer than Prisma's 5 s transaction timeout (pg-boss reads its version table first).
   await jobQueue();
   await closeJobQueue();
-  const locker = new pg.Client({ connectionString: env.database.url });
-  await locker.connect();
+  const lock = await lockTable(env.database.url, "pgboss.version");
   try {
-    await locker.query("BEGIN");
-    await locker.query("LOCK TABLE pgboss.version IN ACCESS EXCLUSIVE MODE");
-    const released = new Promise((resolve) => setTimeout(resolve, 6_000)).then(() => locker.query("COMMIT"));
+    const released = new Promise((resolve) => setTimeout(resolve, 6_000)).then(lock.release);
     await setOrderStatus(id, "delivered");
     await released;
   } finally {
-    await locker.end();
+    await lock.release();
   }
   const messages = await db().webhookMessage.findMany({ where: { endpointId: endpoint.id } });
   expect(messages.map((message) => message.eventType)).toEqual(["order.delivered"]);
