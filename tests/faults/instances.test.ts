@@ -254,7 +254,7 @@ it("kill -9 of an instance during a download of several files: each one arrives 
   const key = (await apiKey(account.id)).secret;
   const files = delivered.files.map((file) => ({ ...file, sha: sha256(contents[Number(/\d+/.exec(file.name)![0])]!) }));
   const instances = await startPair();
-  // Listed now, so the kill itself is a plain system call at the moment the API step is on the wire.
+  // Listed now, so stopping and killing are plain system calls around the moment the API step is on the wire.
   const doomedPids = await processTree(instances[0].pid!);
 
   let preferred = 0;
@@ -272,6 +272,9 @@ it("kill -9 of an instance during a download of several files: each one arrives 
       const instance = preferred;
       const step = apiSteps++;
       let redirect: { status: number; location?: string };
+      // Frozen before this step is sent, so it cannot answer in the moment between the request
+      // leaving and the kill (a busy test process once let a fast instance answer 302 first).
+      if (step === KILL_AT_API_STEP) signalAll(doomedPids, "SIGSTOP");
       try {
         redirect = await downloadRedirect(
           `${instances[instance]!.url}/api/v1/orders/${delivered.id}/files/${file.id}`,
