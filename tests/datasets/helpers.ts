@@ -3,7 +3,7 @@ import path from "node:path";
 import { gzipSync } from "node:zlib";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { db } from "../../lib/db/client";
-import { waitFor } from "../webhooks/receiver";
+import { waitFor } from "../helpers/wait";
 
 /**
  * Real data files of every format for the dataset tests, made here: the same 250 rows of products

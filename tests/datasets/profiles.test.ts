@@ -9,7 +9,7 @@ import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";
 import { expectProblem } from "../helpers/problem";
 import { startServer, type TestServer } from "../helpers/server";
-import { waitFor } from "../webhooks/receiver";
+import { waitFor } from "../helpers/wait";
 import {
   badFiles,
   bigJsonArray,

@@ -8,7 +8,8 @@ import { emitEvent } from "../../lib/webhooks/emit";
 import { createTestEnvironment } from "../helpers/database";
 import { buyer, type TestEnvironment } from "../helpers/fixtures";
 import { TEST_AUTH_SECRET } from "../helpers/server";
-import { startReceiver, waitFor } from "../webhooks/receiver";
+import { waitFor } from "../helpers/wait";
+import { startReceiver } from "../webhooks/receiver";
 import { reportFault } from "./helpers/report";
 
 /**

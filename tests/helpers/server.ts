@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import net from "node:net";
 import path from "node:path";
+import { waitFor } from "./wait";
 
 export const TEST_AUTH_SECRET = "test-secret-0123456789abcdefghijklmnopqrstuvwxyz";
 
@@ -57,11 +58,7 @@ export async function startServer(options: {
     await fetch(`${url}/api/health`, { headers: { "X-Request-Id": marker } }).then((response) =>
       response.arrayBuffer(),
     );
-    const deadline = Date.now() + 5_000;
-    while (!output.includes(marker)) {
-      if (Date.now() > deadline) throw new Error(`The server's log did not show request ${marker} within 5 s.`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await waitFor(() => output.includes(marker), 5_000, `the server's log to show request ${marker}`);
     return output;
   };
   return { url, stop: () => stop(child), output: () => output, loggedSoFar, pid: child.pid };

@@ -11,7 +11,8 @@ import { createEndpoint, sendTestEvent } from "../../lib/webhooks/endpoints";
 import { createTestEnvironment } from "../helpers/database";
 import { buyer, order, type TestEnvironment } from "../helpers/fixtures";
 import { TEST_AUTH_SECRET } from "../helpers/server";
-import { startReceiver, waitFor } from "./receiver";
+import { waitFor } from "../helpers/wait";
+import { startReceiver } from "./receiver";
 
 let env: TestEnvironment;
 beforeAll(async () => {

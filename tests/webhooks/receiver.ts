@@ -37,12 +37,3 @@ export async function startReceiver(answer: (index: number) => Answer = () => 20
       }),
   };
 }
-
-export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-}
