@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { sqlQuery } from "../../lib/db/client";
 import { migrate } from "../../lib/db/migrate";
-import { lockTable } from "../helpers/database";
+import { lockTable, type TableLock } from "../helpers/database";
 import { apiKey, buyer, order, prepareTestEnvironment, type TestEnvironment } from "../helpers/fixtures";
 import { startServer, type TestServer } from "../helpers/server";
 import { startLoad, type LoadRequest } from "./helpers/load";
@@ -204,7 +204,7 @@ it("usage writes blocked for three flush intervals (a migration's lock): answers
   const before = await recordedUsage();
   const app = (server = await startApp());
   const load = startOrdersLoad(app);
-  let migration: Awaited<ReturnType<typeof lockTable>> | undefined;
+  let migration: TableLock | undefined;
   let lockedMs = 0;
   try {
     await sleep(1_000);

@@ -22,11 +22,11 @@ export async function createTestEnvironment(prefix: string): Promise<TestEnviron
   return prepareTestEnvironment(await createMigratedDatabase(prefix), prefix);
 }
 
-/**
- * Holds an ACCESS EXCLUSIVE lock on `table`, as a migration does, in a transaction on a connection
- * of its own, until `release` commits it and closes the connection (once, however often called).
- */
-export async function lockTable(databaseUrl: string, table: string): Promise<{ release: () => Promise<void> }> {
+/** A table lock held open; `release` commits it and closes its connection (once, however often called). */
+export type TableLock = { release: () => Promise<void> };
+
+/** Holds an ACCESS EXCLUSIVE lock on `table`, as a migration does, in a transaction on a connection of its own. */
+export async function lockTable(databaseUrl: string, table: string): Promise<TableLock> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
