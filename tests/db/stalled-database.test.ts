@@ -63,11 +63,6 @@ async function expectServing() {
   expect(up.status).toBe(200);
 }
 
-async function eventually(condition: () => boolean, withinMs: number): Promise<void> {
-  const deadline = Date.now() + withinMs;
-  while (!condition() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
-}
-
 describe("a stalled database", () => {
   it("a table lock (as a migration holds): 503 after the statement timeout, then serving again", async () => {
     await expectServing();
@@ -97,8 +92,7 @@ describe("a stalled database", () => {
         expect(await check.json()).toEqual({ status: "degraded", database: "down" });
       }
       // Every connection that stalled (the API's, the health checks', idle ones) is given up.
-      await eventually(() => proxy.openConnections() === 0, ANSWER_WITHIN_MS);
-      expect(proxy.openConnections()).toBe(0);
+      await expect.poll(() => proxy.openConnections(), { timeout: ANSWER_WITHIN_MS, interval: 100 }).toBe(0);
     } finally {
       proxy.resume();
     }
