@@ -2,7 +2,9 @@ import { createReadStream, createWriteStream, promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { pipeline } from "node:stream/promises";
-import { readerSql, sqlString, withDuckDB } from "../lib/datasets/engine";
+import { DuckDBInstance, type DuckDBConnection } from "@duckdb/node-api";
+import { datasetEngineSettings, readerSql, sqlString } from "../lib/datasets/engine";
+import { closeEnginePool } from "../lib/datasets/engine-pool";
 import { readProfile } from "../lib/datasets/profile";
 import { writeRendition } from "../lib/datasets/renditions";
 import { hashStream } from "../lib/storage";
@@ -22,7 +24,7 @@ import {
   report,
   round,
   sampler,
-  rssKb,
+  treeRssKb,
   startAppServer,
 } from "./lib/common";
 import { benchRounds, spread } from "./lib/interleaved";
@@ -77,6 +79,22 @@ async function timed(work: () => Promise<unknown>): Promise<number> {
 }
 
 const reader = readerSql(csv, "csv", null);
+/** DuckDB alone, in this process, with the engine's memory limit and threads. */
+async function withDuckDB(work: (connection: DuckDBConnection) => Promise<unknown>): Promise<void> {
+  const { memoryLimit, threads } = datasetEngineSettings();
+  const instance = await DuckDBInstance.create(":memory:", {
+    memory_limit: memoryLimit,
+    threads: String(threads),
+    temp_directory: path.join(workDir, "baseline-spill"),
+  });
+  const connection = await instance.connect();
+  try {
+    await work(connection);
+  } finally {
+    connection.closeSync();
+    instance.closeSync();
+  }
+}
 const baselines = {
   count: () => withDuckDB((connection) => connection.run(`SELECT count(*) FROM ${reader}`)),
   copy: () =>
@@ -90,13 +108,14 @@ const ours = {
   profile: () => readProfile(csv, "csv", null),
   parquet: async () => {
     const target = path.join(workDir, "rendition.parquet");
-    await writeRendition(csv, { format: "csv", compression: null }, "parquet", target);
+    await writeRendition(csv, { format: "csv", compression: null }, "parquet", target, workDir);
     await hashStream(createReadStream(target));
   },
 };
 
-const idleRssMb = rssKb(process.pid) / 1024;
-const rss = sampler(() => rssKb(process.pid) / 1024, 50);
+// This process and its engine processes (ours run there; the baseline here).
+const idleRssMb = treeRssKb(process.pid) / 1024;
+const rss = sampler(() => treeRssKb(process.pid) / 1024, 50);
 const seconds = { count: [] as number[], profile: [] as number[], copy: [] as number[], parquet: [] as number[] };
 for (let round_ = 1; round_ <= rounds; round_++) {
   seconds.count.push(await timed(baselines.count));
@@ -108,6 +127,7 @@ for (let round_ = 1; round_ <= rounds; round_++) {
   );
 }
 const peakRssMb = Math.max(...rss.stop());
+await closeEnginePool();
 
 /** Baseline time over ours, per round (higher is better; 1 = as fast as DuckDB alone). */
 const ratios = (baseline: number[], measured: number[]) => baseline.map((value, index) => value / measured[index]!);

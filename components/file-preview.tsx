@@ -3,7 +3,7 @@
 import { useId, useState } from "react";
 import type { Preview } from "@/lib/datasets/access";
 import type { Json } from "@/lib/datasets/preview-values";
-import type { PreviewResult } from "@/lib/downloads/browser";
+import type { PreviewResult } from "@/lib/http/browser-download";
 import { Dialog } from "./dialog";
 import { Button, Notice } from "./ui";
 

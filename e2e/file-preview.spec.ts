@@ -1,20 +1,21 @@
 import { promises as fs } from "node:fs";
-import AxeBuilder from "@axe-core/playwright";
 import type { Page } from "@playwright/test";
 import { db } from "../lib/db/client";
-import { createShareLink, revokeShareLink } from "../lib/shares";
-import { buyerWithDataOrder, expect, PRODUCTS, screenshot, sha256, signIn, test, whenProfiled } from "./helpers";
+import { createShareLink, revokeShareLink } from "../lib/share-links";
+import {
+  buyerWithDataOrder,
+  expect,
+  expectNoAxeViolations,
+  PRODUCTS,
+  screenshot,
+  sha256,
+  signIn,
+  test,
+  whenProfiled,
+} from "./helpers";
 
 // Signing in and waiting for the job worker to profile the files (it polls every 5 s) take a while.
 test.describe.configure({ timeout: 150_000 });
-
-async function expectNoAxeViolations(page: Page, where: string) {
-  const { violations } = await new AxeBuilder({ page })
-    .withTags(["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"])
-    .analyze();
-  const found = violations.map((v) => `${where}: ${v.id} (${v.nodes.length}): ${v.nodes[0]?.target.join(" ")}`);
-  expect(found, found.join("\n")).toEqual([]);
-}
 
 /** The preview shows the first 20 products, in the file's column order, as the profile read them. */
 async function expectFirstProducts(page: Page) {

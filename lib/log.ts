@@ -36,7 +36,7 @@ export function logger(): Logger {
   );
 }
 
-const role = () => processSingleton("log:role", () => ({ batched: false }));
+const role = () => processSingleton("log:role", () => ({ batched: false, stderr: false }));
 
 /**
  * Called by the app server before it logs anything: its log (a line per request) is written in
@@ -49,8 +49,14 @@ export function batchLogWrites(): void {
   role().batched = true;
 }
 
-/** Stdout: batched in the app server, else pino's default (a synchronous write per line). */
+/** Called by the operator CLI before it logs anything: its stdout is its answer (one JSON object with --json), so its log goes to stderr. */
+export function logToStderr(): void {
+  role().stderr = true;
+}
+
+/** Stdout: batched in the app server, else pino's default (a synchronous write per line); stderr for the CLI. */
 function logDestination() {
+  if (role().stderr) return pino.destination({ dest: 2, sync: true });
   return role().batched ? pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 250 }) : undefined;
 }
 

@@ -12,6 +12,7 @@ type Metrics = {
   rateLimitFallbacks: Counter<"store">;
   downloadRedirects: Counter<"driver">;
   poolConnections: Gauge<"state">;
+  exportRunAttempts: Counter<"outcome">;
 };
 
 type PoolStats = { total: number; idle: number; waiting: number };
@@ -23,6 +24,12 @@ function metrics(): Metrics {
     const poolStats = processSingleton<{ read?: () => PoolStats }>("metrics:pool-stats", () => ({}));
     return {
       registry,
+      exportRunAttempts: new Counter({
+        name: "export_run_attempts_total",
+        help: "Export run attempts made by this process, by outcome (completed, retry, waiting, failed, skipped).",
+        labelNames: ["outcome"],
+        registers: [registry],
+      }),
       requestDuration: new Histogram({
         name: "http_request_duration_seconds",
         help: "Time to answer an HTTP request, by route pattern, method and status.",
@@ -79,6 +86,10 @@ export function countRateLimitFallback(store: string): void {
 
 export function countDownloadRedirect(driver: string): void {
   metrics().downloadRedirects.inc({ driver });
+}
+
+export function countExportRun(outcome: string): void {
+  metrics().exportRunAttempts.inc({ outcome });
 }
 
 /** The database pool tells the metrics how to read its state (at scrape time). */

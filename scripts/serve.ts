@@ -6,6 +6,7 @@ import { disconnectDb } from "../lib/db/client";
 import { MAIL_NOT_CONFIGURED, mailDelivery } from "../lib/auth/mail";
 import { DATA_DIR, ensureDataDir } from "../lib/db/config";
 import { prepareDatabase } from "../lib/db/runtime";
+import { privateTempRoot } from "../lib/datasets/engine";
 import { appSecret, MIN_SECRET_LENGTH } from "../lib/secrets";
 import { logger } from "../lib/log";
 import { configuredOrigin } from "../lib/site";
@@ -34,6 +35,13 @@ function fail(error: unknown): never {
 try {
   if (!process.env.AUTH_SECRET && !process.env.NEXTAUTH_SECRET) process.env.AUTH_SECRET = await persistedSecret();
   process.env.AUTH_SECRET = appSecret();
+} catch (error) {
+  fail(error);
+}
+
+// The data engine's temporary directory must be this user's own, or buyers' data could leak through it.
+try {
+  await privateTempRoot();
 } catch (error) {
   fail(error);
 }
@@ -83,6 +91,10 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.on(signal, () => next.kill(signal));
 }
 next.on("exit", async (code, signal) => {
+  // However it ended, the operator reads why: a crash (a signal) is otherwise silent.
+  const how = signal ? `signal ${signal}` : `exit code ${code}`;
+  if (signal === "SIGINT" || signal === "SIGTERM" || code === 0) log(`The HTTP server stopped (${how}).`);
+  else logger().error({ exit_code: code, signal }, `The HTTP server ended unexpectedly (${how}).`);
   await database.stop();
   process.exit(code ?? (signal === "SIGINT" || signal === "SIGTERM" ? 0 : 1));
 });

@@ -1,3 +1,4 @@
+import { privateTempRoot } from "../lib/datasets/engine";
 import { closeJobQueue } from "../lib/jobs";
 import { startJobWorker } from "../lib/jobs/worker";
 import { errorFields, logger } from "../lib/log";
@@ -12,6 +13,11 @@ if (!process.env.DATABASE_URL) {
   logger().fatal("DATABASE_URL is not set: the worker runs against the application's database.");
   process.exit(1);
 }
+// The data engine's temporary directory must be this user's own, or buyers' data could leak through it.
+await privateTempRoot().catch((error: unknown) => {
+  logger().fatal((error as Error).message);
+  process.exit(1);
+});
 // E-mailed links (key reminders) point where the launcher points them: APP_URL, else the local port.
 process.env.NEXTAUTH_URL ??= configuredOrigin() || `http://localhost:${process.env.PORT ?? "3000"}`;
 const stop = await startJobWorker().catch((error: unknown) => {

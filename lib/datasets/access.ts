@@ -1,5 +1,5 @@
 import { db, sqlQuery, type SqlRunner } from "../db/client";
-import type { DownloadTarget } from "../downloads/serve";
+import type { DownloadTarget } from "../downloads/links";
 import { AppError } from "../errors";
 import { jobTransaction, QUEUES, sendJob } from "../jobs";
 import { getDownloadableFile, type DownloadableFile } from "../orders/queries";

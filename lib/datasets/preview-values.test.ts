@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { PREVIEW_MAX_BYTES, PREVIEW_TEXT_LIMIT, previewValue, withinPreviewSize } from "./preview-values";
+import {
+  PREVIEW_CELL_MAX_CHARS,
+  PREVIEW_MAX_BYTES,
+  PREVIEW_TEXT_LIMIT,
+  previewValue,
+  withinPreviewSize,
+  withoutNul,
+} from "./preview-values";
 
 describe("preview values", () => {
   it.each([
@@ -25,6 +32,38 @@ describe("preview values", () => {
     const value = previewValue("x".repeat(PREVIEW_TEXT_LIMIT + 5), "VARCHAR") as string;
     expect(value).toHaveLength(PREVIEW_TEXT_LIMIT + 1);
     expect(value.endsWith("…")).toBe(true);
+  });
+});
+
+describe("nested values", () => {
+  it("cut their text at any depth, keeping the keys", () => {
+    const long = "x".repeat(200_000);
+    const value = previewValue({ s: { deeper: [long] }, t: long }, "STRUCT(...)") as {
+      s: { deeper: string[] };
+      t: string;
+    };
+    expect(value.s.deeper[0]).toHaveLength(PREVIEW_TEXT_LIMIT + 1);
+    expect(value.t).toHaveLength(PREVIEW_TEXT_LIMIT + 1);
+  });
+
+  it("beyond PREVIEW_CELL_MAX_CHARS of JSON are shown as their JSON text, cut", () => {
+    const many = Array.from({ length: 10_000 }, (_, i) => `item ${i}`);
+    const value = previewValue(many, "VARCHAR[]");
+    expect(typeof value).toBe("string");
+    expect((value as string).startsWith('["item 0","item 1"')).toBe(true);
+    expect((value as string).length).toBeLessThanOrEqual(PREVIEW_CELL_MAX_CHARS);
+    expect(previewValue(["a", "b"], "VARCHAR[]")).toEqual(["a", "b"]);
+  });
+});
+
+describe("NUL characters", () => {
+  it("become the text \\u0000 in strings and keys at any depth, so PostgreSQL can store them", () => {
+    expect(withoutNul(["x\u0000y", { "k\u0000": ["\u0000"] }, 1, null])).toEqual([
+      "x\\u0000y",
+      { "k\\u0000": ["\\u0000"] },
+      1,
+      null,
+    ]);
   });
 });
 

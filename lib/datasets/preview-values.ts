@@ -5,8 +5,14 @@
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-/** Longer text values are cut in a preview (the download has them whole). */
+/** Longer text values are cut in a preview, at any depth (the download has them whole). */
 export const PREVIEW_TEXT_LIMIT = 1000;
+
+/**
+ * A value's JSON in a preview is at most this long: a nested value beyond it (a list of thousands of
+ * short strings, a wide struct) is shown as its JSON text, cut at PREVIEW_TEXT_LIMIT characters.
+ */
+export const PREVIEW_CELL_MAX_CHARS = 4096;
 
 const BIG_INTEGER_TYPES = new Set(["BIGINT", "HUGEINT", "UBIGINT", "UHUGEINT"]);
 
@@ -19,9 +25,33 @@ export function previewValue(value: Json, type: string): Json {
     if (decimal) return Number(decimal[1]) <= 15 ? Number(value) : value;
     if (type === "TIMESTAMP WITH TIME ZONE") return isoTimestamp(value).replace(/[+-]00(:00)?$/, "Z");
     if (type.startsWith("TIMESTAMP")) return isoTimestamp(value);
-    if (value.length > PREVIEW_TEXT_LIMIT) return `${value.slice(0, PREVIEW_TEXT_LIMIT)}…`;
+    return cutText(value);
   }
-  return value;
+  if (typeof value !== "object") return value;
+  const nested = cutNestedText(value);
+  const json = JSON.stringify(nested);
+  return json.length > PREVIEW_CELL_MAX_CHARS ? cutText(json) : nested;
+}
+
+const cutText = (text: string) => (text.length > PREVIEW_TEXT_LIMIT ? `${text.slice(0, PREVIEW_TEXT_LIMIT)}…` : text);
+
+/** A struct's or list's values with every text cut (keys are column names: kept). */
+function cutNestedText(value: Json): Json {
+  if (typeof value === "string") return cutText(value);
+  if (Array.isArray(value)) return value.map(cutNestedText);
+  if (value === null || typeof value !== "object") return value;
+  return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, cutNestedText(inner)]));
+}
+
+/**
+ * A JSON value PostgreSQL can store: it refuses the NUL character (22P05) in json and text, so
+ * every NUL in a string or key becomes the six characters `\u0000`, which is how a preview shows it.
+ */
+export function withoutNul<T extends Json>(value: T): T {
+  if (typeof value === "string") return (value.includes("\0") ? value.replaceAll("\0", "\\u0000") : value) as T;
+  if (Array.isArray(value)) return value.map(withoutNul) as T;
+  if (value === null || typeof value !== "object") return value;
+  return Object.fromEntries(Object.entries(value).map(([key, inner]) => [withoutNul(key), withoutNul(inner)])) as T;
 }
 
 /** A whole number as a JSON number where it is exact there, else as its digits. */

@@ -1,16 +1,20 @@
+import { createReadStream } from "node:fs";
+import { join } from "node:path";
 import { db, Prisma } from "../db/client";
 import { errorFields, logger } from "../log";
 import { jobTransaction, QUEUES, sendJob } from "../jobs";
-import { duckdbMessageFor, readerSql, withDuckDB, withTempDir } from "./engine";
-import type { Compression, DataFormat, FileFormat } from "./formats";
-import { previewRows, withinPreviewSize, type Json } from "./preview-values";
-import { checkGzipExpansion, checkLooksLike, localCopy, UnreadableFileError } from "./source";
+import { UnreadableFileError } from "./checks";
+import { duckdbMessageFor, withTempDir } from "./engine";
+import { EngineProcessEnded, runEngineTask } from "./engine-pool";
+import type { Profile } from "./engine-tasks";
+import { fileStorage, type StoredObject } from "../storage";
+import { RENDITION_CONTENT_TYPES, type Compression, type DataFormat, type FileFormat } from "./formats";
+import type { ColumnStats } from "./parquet-stats";
+import { exactNullability, recordReadyRendition, removeReplacedRendition } from "./renditions";
+import { withoutNul } from "./preview-values";
+import { localCopy } from "./source";
 
-/** Rows kept for the preview: the API's `limit` goes up to this. */
-const PREVIEW_ROWS = 100;
-
-export type Column = { name: string; type: string; nullable: boolean };
-export type Profile = { columns: Column[]; rows: number; preview: Json[][] };
+export type { Column, Profile } from "./engine-tasks";
 
 type ProfiledFile = {
   id: string;
@@ -21,37 +25,18 @@ type ProfiledFile = {
 };
 
 /**
- * Reads what is inside one file with DuckDB: its columns (name, DuckDB type), its row count and its
- * first PREVIEW_ROWS rows. The count is DuckDB's `count(*)`, which reads every row (a ragged row
- * fails it) without converting every value: as fast as DuckDB counts. Whether a column holds nulls
- * is what DuckDB's schema says here (text formats: any column may) and is made exact from the
- * Parquet rendition's statistics once it exists (./renditions.ts), so no second conversion is paid.
+ * Reads what is inside one file (columns, row count, first rows) in an engine process
+ * (./engine-tasks.ts `profile`), with `workDir` (a private temporary directory) for DuckDB to spill
+ * into; one of its own when not given.
  */
-export async function readProfile(file: string, format: DataFormat, compression: Compression): Promise<Profile> {
-  await checkLooksLike(file, format, compression);
-  if (compression === "gzip") await checkGzipExpansion(file);
-  const reader = readerSql(file, format, compression);
-  return withDuckDB(async (connection) => {
-    const described = await connection.runAndReadAll(`DESCRIBE SELECT * FROM ${reader}`);
-    const columns = described.getRowObjectsJson().map((row) => ({
-      name: String(row.column_name),
-      type: String(row.column_type),
-      nullable: row.null !== "NO",
-    }));
-    if (columns.length === 0) throw new UnreadableFileError("The file has no columns.");
-    const counted = await connection.runAndReadAll(`SELECT count(*) FROM ${reader}`);
-    const first = await connection.runAndReadAll(`SELECT * FROM ${reader} LIMIT ${PREVIEW_ROWS}`);
-    return {
-      columns,
-      rows: Number(counted.getRowsJson()[0]?.[0] ?? 0),
-      preview: withinPreviewSize(
-        previewRows(
-          first.getRowsJson() as Json[][],
-          columns.map(({ type }) => type),
-        ),
-      ),
-    };
-  });
+export async function readProfile(
+  file: string,
+  format: DataFormat,
+  compression: Compression,
+  workDir?: string,
+): Promise<Profile> {
+  if (!workDir) return withTempDir((directory) => readProfile(file, format, compression, directory));
+  return runEngineTask("profile", { file, format, compression }, { directory: workDir, readable: [file] });
 }
 
 /**
@@ -67,20 +52,56 @@ export async function profileStoredFile(
 ): Promise<"ready" | "failed" | "skipped"> {
   const file = await db().orderFile.findUnique({
     where: { id: fileId },
-    select: { id: true, name: true, format: true, compression: true, storageKey: true, profileStatus: true },
+    select: {
+      id: true,
+      orderId: true,
+      name: true,
+      format: true,
+      compression: true,
+      storageKey: true,
+      profileStatus: true,
+    },
   });
   if (!file || file.format === "binary") return "skipped";
   if (pendingOnly && file.profileStatus !== "pending") return "skipped";
-  const outcome = await withTempDir(
-    async (workDir): Promise<{ profile: Profile } | { profile?: never; error: string }> => {
-      const path = await localCopy(file.storageKey, workDir);
-      try {
-        return { profile: await readProfile(path, file.format as DataFormat, file.compression as Compression) };
-      } catch (error) {
-        return { error: readableReason(error, file, path) };
+  // A text file's Parquet rendition is made from the same read of its data as its profile.
+  const withParquet = queueRendition && file.format !== "parquet";
+  const previousParquet = withParquet
+    ? await db().fileRendition.findUnique({
+        where: { fileId_format: { fileId, format: "parquet" } },
+        select: { storageKey: true, version: true, status: true },
+      })
+    : null;
+  const outcome = await withTempDir(async (workDir): Promise<ProfileOutcome> => {
+    const path = await localCopy(file.storageKey, workDir);
+    const source = { format: file.format as DataFormat, compression: file.compression as Compression };
+    if (withParquet) {
+      const target = join(workDir, "rendition.parquet");
+      const made = await runEngineTask(
+        "profileWithParquet",
+        { file: path, target, ...source },
+        { directory: workDir, readable: [path] },
+      ).catch((error: unknown) => {
+        if (error instanceof EngineProcessEnded) return { error: readableReason(error, file, path) };
+        // Data the profile alone may read (or fail on with its own reason): read it that way below.
+        logger().debug({ fileId, ...errorFields(error) }, "profile with Parquet failed; profiling alone");
+        return undefined;
+      });
+      if (made && "error" in made) return made;
+      if (made) {
+        const stored = await fileStorage().put(createReadStream(target), file.orderId, {
+          contentType: RENDITION_CONTENT_TYPES.parquet,
+        });
+        const columns = exactNullability(made.profile.columns, made.nullCounts);
+        return { profile: { ...made.profile, columns }, parquet: { stored, stats: made.stats } };
       }
-    },
-  );
+    }
+    try {
+      return { profile: await readProfile(path, source.format, source.compression, workDir) };
+    } catch (error) {
+      return { error: readableReason(error, file, path) };
+    }
+  });
   await jobTransaction(async (tx) => {
     await tx.orderFile.update({
       where: { id: file.id },
@@ -88,8 +109,9 @@ export async function profileStoredFile(
         ? {
             profileStatus: "ready",
             rows: BigInt(outcome.profile.rows),
-            columns: outcome.profile.columns,
-            preview: outcome.profile.preview as Prisma.InputJsonValue,
+            // PostgreSQL cannot store NUL: such characters are kept as the text \u0000.
+            columns: withoutNul(outcome.profile.columns),
+            preview: withoutNul(outcome.profile.preview) as Prisma.InputJsonValue,
             profileError: null,
             profiledAt: new Date(),
           }
@@ -103,12 +125,18 @@ export async function profileStoredFile(
           },
     });
     if (outcome.profile && queueRendition) {
-      // Parquet always; CSV or JSON Lines asked for before the profile was done, now.
+      // Parquet always (made already with the profile, or now); CSV or JSON Lines asked for before
+      // the profile was done, now.
       const asked = await tx.fileRendition.findMany({
         where: { fileId: file.id, status: "pending", format: { not: "parquet" } },
         select: { format: true },
       });
-      for (const format of ["parquet" as const, ...asked.map((rendition) => rendition.format)]) {
+      if (outcome.parquet) {
+        const { stored, stats } = outcome.parquet;
+        await recordReadyRendition(tx, file.id, "parquet", stored, stats, previousParquet);
+      }
+      const formats = asked.map((rendition) => rendition.format);
+      for (const format of outcome.parquet ? formats : ["parquet" as const, ...formats]) {
         await queueRenditionJob(tx, file.id, format);
       }
     } else if (!outcome.profile) {
@@ -122,8 +150,15 @@ export async function profileStoredFile(
       });
     }
   });
+  if (outcome.parquet) {
+    await removeReplacedRendition(file.id, "parquet", previousParquet?.storageKey, outcome.parquet.stored.key);
+  }
   return outcome.profile ? "ready" : "failed";
 }
+
+type ProfileOutcome =
+  | { profile: Profile; parquet?: { stored: StoredObject; stats: ColumnStats }; error?: never }
+  | { profile?: never; parquet?: never; error: string };
 
 /** Marks a Parquet (or other) rendition pending and queues the job that makes it, in `tx`. */
 async function queueRenditionJob(
@@ -144,7 +179,7 @@ async function queueRenditionJob(
  * message with the server's paths replaced by the file's name, one line, without control characters.
  */
 function readableReason(error: unknown, file: ProfiledFile, path: string): string {
-  if (error instanceof UnreadableFileError) return error.message;
+  if (error instanceof UnreadableFileError || error instanceof EngineProcessEnded) return error.message;
   const message = error instanceof Error ? error.message : String(error);
   logger().debug({ fileId: file.id, ...errorFields(error) }, "DuckDB could not read a file");
   if (/maximum line size of \d+ bytes exceeded/i.test(message)) {
@@ -157,12 +192,19 @@ function readableReason(error: unknown, file: ProfiledFile, path: string): strin
   return `The file could not be read as ${what}: ${duckdbMessageFor(error, file.name, [path, file.storageKey])}`;
 }
 
-export type ProfileRun = { profiled: number; failed: number; skipped: number };
+export type ProfileRun = {
+  profiled: number;
+  failed: number;
+  skipped: number;
+  /** Files that could not be profiled now (the store or the database failed them), each with the reason. */
+  errors: { file_id: string; reason: string }[];
+};
 
 /**
  * Profiles the data files of one order (or of every order) that have no profile yet or whose
  * profile failed: files added before profiles existed, or after the store was away. Binary and
- * already profiled files are skipped. Each profiled file's Parquet rendition is queued.
+ * already profiled files are skipped. Each profiled file's Parquet rendition is queued. A file that
+ * cannot be profiled now is reported and the rest are profiled all the same.
  */
 export async function profileFiles(scope: { orderId: string } | "all"): Promise<ProfileRun> {
   const files = await db().orderFile.findMany({
@@ -170,16 +212,21 @@ export async function profileFiles(scope: { orderId: string } | "all"): Promise<
     select: { id: true, profileStatus: true, format: true },
     orderBy: [{ createdAt: "asc" }, { id: "asc" }],
   });
-  const run: ProfileRun = { profiled: 0, failed: 0, skipped: 0 };
+  const run: ProfileRun = { profiled: 0, failed: 0, skipped: 0, errors: [] };
   for (const file of files) {
     if (file.format === "binary" || file.profileStatus === "ready") {
       run.skipped++;
       continue;
     }
-    const outcome = await profileStoredFile(file.id);
-    if (outcome === "ready") run.profiled++;
-    else if (outcome === "failed") run.failed++;
-    else run.skipped++;
+    try {
+      const outcome = await profileStoredFile(file.id);
+      if (outcome === "ready") run.profiled++;
+      else if (outcome === "failed") run.failed++;
+      else run.skipped++;
+    } catch (error) {
+      logger().error({ fileId: file.id, ...errorFields(error) }, "file not profiled");
+      run.errors.push({ file_id: file.id, reason: (error as Error).message ?? String(error) });
+    }
   }
   return run;
 }

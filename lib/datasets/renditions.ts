@@ -1,38 +1,30 @@
 import { createReadStream } from "node:fs";
 import path from "node:path";
-import { db } from "../db/client";
+import { db, Prisma } from "../db/client";
 import { errorFields, logger } from "../log";
 import { driverOf, fileStorage } from "../storage";
-import { duckdbMessageFor, readerSql, sqlString, withDuckDB, withTempDir } from "./engine";
+import { duckdbMessageFor, withTempDir } from "./engine";
+import { runEngineTask } from "./engine-pool";
 import { RENDITION_CONTENT_TYPES, type Compression, type DataFormat, type RenditionFormat } from "./formats";
+import type { ColumnStats } from "./parquet-stats";
+import { withoutNul, type Json } from "./preview-values";
 import type { Column } from "./profile";
 import { localCopy } from "./source";
-import { portableSelectList } from "./spark-schema";
-
-/** DuckDB's COPY options for each rendition: Parquet compressed with zstd; CSV with a header row; JSON one object per line. */
-const COPY_OPTIONS: Record<RenditionFormat, string> = {
-  parquet: "FORMAT parquet, COMPRESSION zstd",
-  csv: "FORMAT csv, HEADER true",
-  jsonl: "FORMAT json",
-};
 
 /**
- * Writes the data of `source` (a readable path) as `format` into `target`, streaming through
- * DuckDB. Parquet is written with the column types Delta Sharing advertises (./spark-schema.ts),
- * given the file's profiled `columns`.
+ * Writes the data of `source` (a readable path) as `format` into `target` (both in `workDir`, a
+ * private temporary directory), in an engine process (./engine-tasks.ts `rendition`). Parquet is
+ * written with the column types Delta Sharing advertises, given the file's profiled `columns`, and
+ * answers each column's null count and its per-column statistics (./parquet-stats.ts) from its footer.
  */
 export async function writeRendition(
   source: string,
   from: { format: DataFormat; compression: Compression; columns?: Column[] },
   format: RenditionFormat,
   target: string,
-): Promise<void> {
-  const select = format === "parquet" && from.columns?.length ? portableSelectList(from.columns) : "*";
-  await withDuckDB(async (connection) => {
-    await connection.run(
-      `COPY (SELECT ${select} FROM ${readerSql(source, from.format, from.compression)}) TO ${sqlString(target)} (${COPY_OPTIONS[format]})`,
-    );
-  });
+  workDir: string,
+): Promise<{ nullCounts: Record<string, number> | null; stats: ColumnStats | null }> {
+  return runEngineTask("rendition", { source, from, format, target }, { directory: workDir, readable: [source] });
 }
 
 /**
@@ -64,11 +56,12 @@ export async function makeRendition(fileId: string, format: RenditionFormat): Pr
     where: { fileId_format: { fileId, format } },
     select: { storageKey: true, version: true, status: true },
   });
+  let columnStats: ColumnStats | null = null;
   const stored = await withTempDir(async (workDir) => {
     const source = await localCopy(file.storageKey, workDir);
     const target = path.join(workDir, `rendition.${format}`);
     try {
-      await writeRendition(
+      const { nullCounts, stats } = await writeRendition(
         source,
         {
           format: file.format as DataFormat,
@@ -77,8 +70,10 @@ export async function makeRendition(fileId: string, format: RenditionFormat): Pr
         },
         format,
         target,
+        workDir,
       );
-      if (format === "parquet") await recordNullability(file.id, target);
+      if (nullCounts) await recordNullability(file.id, nullCounts);
+      columnStats = stats;
     } catch (error) {
       logger().warn({ fileId, format, ...errorFields(error) }, "rendition not made");
       const reason = duckdbMessageFor(error, file.name, [source, file.storageKey, workDir]);
@@ -90,7 +85,23 @@ export async function makeRendition(fileId: string, format: RenditionFormat): Pr
     await recordFailure(fileId, format, stored.error);
     return "failed";
   }
-  await db().fileRendition.upsert({
+  await recordReadyRendition(db(), fileId, format, stored, columnStats, previous);
+  await removeReplacedRendition(fileId, format, previous?.storageKey, stored.key);
+  return "ready";
+}
+
+/** Records a rendition made and stored (`previous`: the row it replaces, read before), in `tx`. */
+export async function recordReadyRendition(
+  tx: Prisma.TransactionClient,
+  fileId: string,
+  format: RenditionFormat,
+  stored: { key: string; size: number; sha256: string },
+  stats: ColumnStats | null,
+  previous: { version: number; status: string } | null,
+): Promise<void> {
+  // Column names may hold a NUL, which PostgreSQL's jsonb refuses (text bounds holding one are left out already).
+  const storedStats = stats ? (withoutNul(stats as unknown as Json) as Prisma.InputJsonValue) : Prisma.DbNull;
+  await tx.fileRendition.upsert({
     where: { fileId_format: { fileId, format } },
     create: {
       fileId,
@@ -99,28 +110,40 @@ export async function makeRendition(fileId: string, format: RenditionFormat): Pr
       storageKey: stored.key,
       size: BigInt(stored.size),
       sha256: stored.sha256,
+      stats: storedStats,
     },
     update: {
       status: "ready",
       storageKey: stored.key,
       size: BigInt(stored.size),
       sha256: stored.sha256,
+      stats: storedStats,
       error: null,
       version: previous?.status === "ready" ? previous.version + 1 : (previous?.version ?? 1),
       updatedAt: new Date(),
     },
   });
-  // The object it replaces is no longer pointed at: removed once the row points at the new one.
-  if (
-    previous?.storageKey &&
-    previous.storageKey !== stored.key &&
-    driverOf(previous.storageKey) === fileStorage().driver
-  ) {
-    await fileStorage()
-      .delete(previous.storageKey)
-      .catch((error: unknown) => logger().warn({ fileId, format, ...errorFields(error) }, "old rendition not removed"));
-  }
-  return "ready";
+}
+
+/** Removes a replaced rendition's object, when it is in the store in use (best effort: a leftover is logged). */
+export async function removeReplacedRendition(
+  fileId: string,
+  format: RenditionFormat,
+  previousKey: string | null | undefined,
+  newKey: string,
+): Promise<void> {
+  if (!previousKey || previousKey === newKey || driverOf(previousKey) !== fileStorage().driver) return;
+  await fileStorage()
+    .delete(previousKey)
+    .catch((error: unknown) => logger().warn({ fileId, format, ...errorFields(error) }, "old rendition not removed"));
+}
+
+/** Each column's `nullable` made exact by the null counts of its Parquet rendition's statistics. */
+export function exactNullability(columns: Column[], nullCounts: Record<string, number>): Column[] {
+  return columns.map((column) => {
+    const nulls = nullCounts[column.name];
+    return nulls === undefined ? column : { ...column, nullable: nulls > 0 };
+  });
 }
 
 async function recordFailure(fileId: string, format: RenditionFormat, error: string): Promise<void> {
@@ -133,20 +156,13 @@ async function recordFailure(fileId: string, format: RenditionFormat, error: str
 
 /**
  * Which columns hold nulls, from the null counts DuckDB wrote into the Parquet rendition's
- * statistics (metadata only: no data is read again), recorded in the file's profile.
+ * statistics, recorded in the file's profile.
  */
-async function recordNullability(fileId: string, parquet: string): Promise<void> {
-  const nullCounts = await withDuckDB(async (connection) => {
-    const result = await connection.runAndReadAll(
-      `SELECT path_in_schema, sum(stats_null_count) FROM parquet_metadata(${sqlString(parquet)}) GROUP BY path_in_schema`,
-    );
-    return new Map(result.getRowsJson().map(([column, nulls]) => [String(column), Number(nulls ?? 1)]));
-  });
+async function recordNullability(fileId: string, nullCounts: Record<string, number>): Promise<void> {
   const { columns } = await db().orderFile.findUniqueOrThrow({ where: { id: fileId }, select: { columns: true } });
   if (!Array.isArray(columns)) return;
-  const exact = (columns as Column[]).map((column) => {
-    const nulls = nullCounts.get(column.name);
-    return nulls === undefined ? column : { ...column, nullable: nulls > 0 };
+  await db().orderFile.update({
+    where: { id: fileId },
+    data: { columns: exactNullability(columns as Column[], nullCounts) },
   });
-  await db().orderFile.update({ where: { id: fileId }, data: { columns: exact } });
 }

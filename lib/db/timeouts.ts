@@ -11,7 +11,7 @@
  *   connection. The operator CLI, migrations and imports have no statement deadline: a long
  *   `social:import` must not be cut at a request's length.
  *
- * Their errors are answered 503 by lib/api/problem.ts (isDatabaseUnavailable).
+ * Their errors are answered 503 by lib/http/unexpected-error.ts (isDatabaseUnavailable).
  */
 import { processSingleton } from "../singleton";
 

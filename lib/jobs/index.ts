@@ -20,10 +20,18 @@ export const QUEUES = {
   datasetProfile: "dataset-profile",
   /** Make one rendition (Parquet, CSV or JSONL) of a profiled file. */
   datasetRendition: "dataset-rendition",
+  /** Take one table publication as far as it can go now: checks, change file, version (lib/tables). */
+  tablePublication: "table-publication",
+  /** Queue again every publication in processing whose job is gone (every few minutes). */
+  tablePublicationSweep: "table-publication-sweep",
   /** Expiry reminders and key events, and retirements of replaced keys. */
   keyLifecycle: "key-lifecycle",
   /** An e-mail to send (expiry reminders, a disabled endpoint). */
   mail: "mail",
+  /** Run one attempt of an export run (lib/exports): copy its files to the buyer's store. */
+  exportRun: "export-run",
+  /** Queue again the export runs whose job is gone or whose worker died (every minute). */
+  exportSweep: "export-sweep",
 } as const;
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
 
@@ -47,7 +55,26 @@ const QUEUE_OPTIONS: Record<QueueName, PgBoss.Queue> = {
     retryDelay: 60,
     retryBackoff: true,
   },
+  // A key check and a change file read a whole version (10 GB and more); retries are for the store or the database.
+  [QUEUES.tablePublication]: {
+    name: QUEUES.tablePublication,
+    expireInSeconds: 4 * 3600,
+    retryLimit: 3,
+    retryDelay: 60,
+    retryBackoff: true,
+  },
+  [QUEUES.tablePublicationSweep]: { name: QUEUES.tablePublicationSweep, expireInSeconds: 300, retryLimit: 0 },
   [QUEUES.mail]: { name: QUEUES.mail, expireInSeconds: 120, retryLimit: 5, retryDelay: 60, retryBackoff: true },
+  // An export may copy hundreds of GB; its run's own lease (renewed while it copies) keeps a second
+  // worker off it, and its own schedule retries it, so the job only retries a handler that threw.
+  [QUEUES.exportRun]: {
+    name: QUEUES.exportRun,
+    expireInSeconds: 23 * 3600,
+    retryLimit: 3,
+    retryDelay: 60,
+    retryBackoff: true,
+  },
+  [QUEUES.exportSweep]: { name: QUEUES.exportSweep, expireInSeconds: 60, retryLimit: 0 },
 };
 
 const START_ATTEMPTS = 5;
@@ -131,41 +158,64 @@ export type JobHandlers = Partial<Record<QueueName, (data: Record<string, unknow
 /**
  * Starts a worker: runs `handlers` for their queues plus pg-boss's maintenance (expiring lost
  * jobs, retrying them) and `crons`. pg-boss fetches a batch per loop and waits out its polling
- * interval before the next fetch, so deliveries run as 4 loops of batches handled side by side
+ * interval before the next fetch unless the fetch found jobs (then it fetches again at once), so deliveries run as 4 loops of batches handled side by side
  * (`concurrency` deliveries at once in all, fetched every 0.5 s: a slow receiver holds up only
  * its loop, and a batch ends within the 15 s delivery timeout, well inside the job's expiry); the
- * other queues run one loop of small batches (dataset jobs one at a time), polled every 5 s. A job whose handler throws is
+ * other queues run one loop of small batches, polled every 5 s; dataset jobs one at a time per loop,
+ * polled every 0.5 s, with `profileConcurrency` loops of profiles. A job whose handler throws is
  * failed alone (and retried by pg-boss); the rest of its batch completes. Returns its stop function.
  */
 export async function startWorker({
   handlers,
   crons = {},
   concurrency = 100,
+  exportConcurrency = 2,
+  profileConcurrency = 1,
   maintenanceIntervalSeconds = 15,
 }: {
   handlers: JobHandlers;
   crons?: Partial<Record<QueueName, string>>;
   concurrency?: number;
+  /** Export runs at once (each its own loop of one job: a 100 GB export holds only its own loop). */
+  exportConcurrency?: number;
+  /** File profiles at once (a table's parts are profiled side by side; each runs in an engine process). */
+  profileConcurrency?: number;
   maintenanceIntervalSeconds?: number;
 }): Promise<() => Promise<void>> {
   const boss = await startBoss({ supervise: true, schedule: true, maintenanceIntervalSeconds });
   for (const [queue, handler] of Object.entries(handlers) as [QueueName, JobHandlers[QueueName]][]) {
     if (!handler) continue;
     const deliveries = queue === QUEUES.webhookDelivery;
-    const loops = deliveries ? DELIVERY_LOOPS : 1;
+    const exports = queue === QUEUES.exportRun;
+    const loops = deliveries
+      ? DELIVERY_LOOPS
+      : exports
+        ? Math.max(1, exportConcurrency)
+        : queue === QUEUES.datasetProfile
+          ? Math.max(1, profileConcurrency)
+          : 1;
     const options = {
       // Dataset jobs one at a time: each may read a file of any size, with DuckDB's memory bounded per process.
-      batchSize: deliveries ? Math.max(1, Math.ceil(concurrency / DELIVERY_LOOPS)) : DATASET_QUEUES.has(queue) ? 1 : 5,
-      pollingIntervalSeconds: deliveries ? 0.5 : 5,
+      batchSize: deliveries
+        ? Math.max(1, Math.ceil(concurrency / DELIVERY_LOOPS))
+        : DATASET_QUEUES.has(queue) || exports
+          ? 1
+          : 5,
+      // A table version waits for dataset jobs in a row (profiles, then its publication): each poll's wait adds to it.
+      pollingIntervalSeconds: deliveries || DATASET_QUEUES.has(queue) ? 0.5 : exports ? 2 : 5,
     };
     for (let i = 0; i < loops; i++) {
-      await boss.work<Record<string, unknown>>(queue, options, async (jobs) => {
+      let workerId = "";
+      workerId = await boss.work<Record<string, unknown>>(queue, options, async (jobs) => {
+        // A loop that found work fetches again at once: a backlog (1,000 parts) is not paced by the polling interval.
+        if (jobs.length > 0) boss.notifyWorker(workerId);
         const results = await Promise.allSettled(jobs.map((job) => handler(job.data)));
         for (const [index, result] of results.entries()) {
           if (result.status === "rejected") {
-            await boss.fail(queue, jobs[index]!.id, {
-              message: String((result.reason as Error)?.message ?? result.reason),
-            });
+            const reason = String((result.reason as Error)?.message ?? result.reason);
+            // pg-boss retries it (or gives up after its retry limit); the operator sees every failure here.
+            logger().error({ queue, jobId: jobs[index]!.id, ...errorFields(result.reason) }, `job failed: ${reason}`);
+            await boss.fail(queue, jobs[index]!.id, { message: reason });
           }
         }
       });
@@ -176,4 +226,4 @@ export async function startWorker({
 }
 
 const DELIVERY_LOOPS = 4;
-const DATASET_QUEUES = new Set<QueueName>([QUEUES.datasetProfile, QUEUES.datasetRendition]);
+const DATASET_QUEUES = new Set<QueueName>([QUEUES.datasetProfile, QUEUES.datasetRendition, QUEUES.tablePublication]);

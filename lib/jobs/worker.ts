@@ -1,8 +1,11 @@
 import { deliverNoticeMail } from "../auth/mail";
 import { runKeyLifecycle } from "../keys/lifecycle";
 import { errorFields, logger } from "../log";
+import { closeEnginePool, datasetEngineProcesses } from "../datasets/engine-pool";
 import { handleProfileJob, handleRenditionJob } from "../datasets/jobs";
+import { continuePublicationOf, handlePublicationJob, sweepPublications } from "../tables/pipeline";
 import { handleDeliveryJob, requeueStrandedMessages } from "../webhooks/deliver";
+import { handleExportJob, requeueStrandedRuns } from "../exports/runs";
 import { QUEUES, sendJob, startWorker } from "./index";
 
 /** Every few minutes by default; KEY_LIFECYCLE_CRON (a cron expression, UTC) overrides it. */
@@ -10,7 +13,7 @@ const DEFAULT_KEY_LIFECYCLE_CRON = "*/5 * * * *";
 
 /**
  * The worker of this application's jobs: webhook deliveries (and a sweep for stranded ones each minute), the key lifecycle (on a cron, and
- * once at start) and notice e-mails. Run inside the app's process unless JOBS_WORKER=off, or on
+ * once at start), file profiles, export runs (and their sweep) and notice e-mails. Run inside the app's process unless JOBS_WORKER=off, or on
  * its own with `npm run worker`; any number may run against one database.
  */
 export async function startJobWorker(): Promise<() => Promise<void>> {
@@ -23,8 +26,23 @@ export async function startJobWorker(): Promise<() => Promise<void>> {
       [QUEUES.keyLifecycle]: async () => {
         await runKeyLifecycle();
       },
-      [QUEUES.datasetProfile]: handleProfileJob,
-      [QUEUES.datasetRendition]: handleRenditionJob,
+      // A part's profile or Parquet rendition done: its publication may go on (lib/tables/pipeline.ts).
+      [QUEUES.datasetProfile]: async (data) => {
+        await handleProfileJob(data);
+        if (typeof data.fileId === "string") await continuePublicationOf(data.fileId);
+      },
+      [QUEUES.datasetRendition]: async (data) => {
+        await handleRenditionJob(data);
+        if (typeof data.fileId === "string" && data.format === "parquet") await continuePublicationOf(data.fileId);
+      },
+      [QUEUES.tablePublication]: handlePublicationJob,
+      [QUEUES.tablePublicationSweep]: async () => {
+        await sweepPublications();
+      },
+      [QUEUES.exportRun]: handleExportJob,
+      [QUEUES.exportSweep]: async () => {
+        await requeueStrandedRuns();
+      },
       [QUEUES.mail]: async (data) => {
         const { to, subject, text } = data as { to: string; subject: string; text: string };
         await deliverNoticeMail({ to, subject, text });
@@ -33,12 +51,23 @@ export async function startJobWorker(): Promise<() => Promise<void>> {
     crons: {
       [QUEUES.keyLifecycle]: process.env.KEY_LIFECYCLE_CRON || DEFAULT_KEY_LIFECYCLE_CRON,
       [QUEUES.webhookSweep]: "* * * * *",
+      [QUEUES.tablePublicationSweep]: "*/5 * * * *",
+      [QUEUES.exportSweep]: "* * * * *",
     },
     concurrency: Math.max(1, Number(process.env.JOBS_CONCURRENCY) || 100),
+    // Exports apart from the other jobs: a 100 GB copy holds one of these, never a webhook delivery.
+    exportConcurrency: Math.max(1, Number(process.env.EXPORT_CONCURRENCY) || 2),
+    // As many profiles at once as there are engine processes to run them.
+    profileConcurrency: datasetEngineProcesses(),
   });
   await sendJob(QUEUES.keyLifecycle, {}).catch((error: unknown) =>
     logger().warn({ ...errorFields(error) }, "key lifecycle: first run not queued"),
   );
-  logger().info("Job worker started (webhooks, key lifecycle, file profiles, e-mail).");
-  return stop;
+  // Publications left in processing (a migration, a lost job) go on at once, not at the next sweep.
+  await sendJob(QUEUES.tablePublicationSweep, {}).catch((error: unknown) =>
+    logger().warn({ ...errorFields(error) }, "publication sweep: first run not queued"),
+  );
+  logger().info("Job worker started (webhooks, key lifecycle, file profiles, table versions, exports, e-mail).");
+  // Jobs in hand finish first; then the engine processes they used go.
+  return () => stop().finally(closeEnginePool);
 }

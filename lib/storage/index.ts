@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import path from "node:path";
 import { Transform, type Readable } from "node:stream";
 import { DATA_DIR } from "../db/config";
@@ -10,7 +10,19 @@ import { isS3Location, S3Storage } from "./s3";
 /** A stored object: its location (a key under STORAGE_DIR, or s3://bucket/key), size and SHA-256. */
 export type StoredObject = { key: string; size: number; sha256: string };
 
-export type PutOptions = { contentType?: string; signal?: AbortSignal };
+export type PutOptions = {
+  contentType?: string;
+  signal?: AbortSignal;
+  /**
+   * The object's name under its key hint, instead of a random one: the same upload run again (a
+   * publication resumed after a kill) replaces what it stored, never stores it twice.
+   */
+  name?: string;
+};
+
+/** An object's name under its key hint: the given one made safe for a key, or a random one. */
+export const objectName = (options: PutOptions) =>
+  options.name ? options.name.replace(/[^A-Za-z0-9._-]/g, "_").replace(/^\.+/, "_") : randomUUID();
 
 export type StorageDriver = "local" | "s3";
 

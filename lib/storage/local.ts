@@ -3,7 +3,14 @@ import { createReadStream, createWriteStream, promises as fs } from "node:fs";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { measuringStream, unlessInterrupted, type FileStorage, type PutOptions, type StoredObject } from "./index";
+import {
+  measuringStream,
+  objectName,
+  unlessInterrupted,
+  type FileStorage,
+  type PutOptions,
+  type StoredObject,
+} from "./index";
 
 /** Big reads: 1 MiB chunks serve a large file about twice as fast as the default 64 KiB. */
 export const LOCAL_READ_CHUNK_BYTES = 1024 * 1024;
@@ -19,9 +26,10 @@ export class LocalDirectoryStorage implements FileStorage {
   constructor(private readonly root: string) {}
 
   async put(source: Readable, keyHint: string, options: PutOptions = {}): Promise<StoredObject> {
-    const key = `${sanitise(keyHint)}/${randomUUID()}`;
+    const key = `${sanitise(keyHint)}/${objectName(options)}`;
     const target = this.pathOf(key);
-    const partial = `${target}.partial`;
+    // Its own partial file: a named object's earlier, killed upload may have left one behind.
+    const partial = `${target}.${randomUUID()}.partial`;
     await fs.mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
     const { stream: measure, measured } = measuringStream();
     try {

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { PassThrough, type Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { DeleteObjectCommand, GetObjectCommand, S3Client, type S3ServiceException } from "@aws-sdk/client-s3";
@@ -6,7 +5,14 @@ import { Upload } from "@aws-sdk/lib-storage";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { AppError } from "../errors";
 import { processSingleton } from "../singleton";
-import { measuringStream, unlessInterrupted, type FileStorage, type PutOptions, type StoredObject } from "./index";
+import {
+  measuringStream,
+  objectName,
+  unlessInterrupted,
+  type FileStorage,
+  type PutOptions,
+  type StoredObject,
+} from "./index";
 
 /**
  * S3-compatible object storage (AWS S3, R2, GCS interop, MinIO, Ceph): STORAGE_DRIVER=s3 with
@@ -110,9 +116,9 @@ export class S3Storage implements FileStorage {
     return s3Location(this.bucket, key);
   }
 
-  /** New files become `<prefix><order id>/<uuid>`. */
+  /** New files become `<prefix><order id>/<uuid>` (or the name asked for). */
   put(source: Readable, keyHint: string, options: PutOptions = {}): Promise<StoredObject> {
-    const key = this.prefixedKey(`${keyHint.replace(/[^A-Za-z0-9_-]/g, "_") || "object"}/${randomUUID()}`);
+    const key = this.prefixedKey(`${keyHint.replace(/[^A-Za-z0-9_-]/g, "_") || "object"}/${objectName(options)}`);
     return this.putAt(key, source, options);
   }
 

@@ -116,9 +116,10 @@ export async function datasetJobsDone(withinMs = 240_000): Promise<void> {
   await waitFor(
     async () =>
       (await db().orderFile.count({ where: { profileStatus: "pending" } })) === 0 &&
-      (await db().fileRendition.count({ where: { status: "pending" } })) === 0,
+      (await db().fileRendition.count({ where: { status: "pending" } })) === 0 &&
+      (await db().tablePublication.count({ where: { status: "processing" } })) === 0,
     withinMs,
-    "every file profiled and its renditions made",
+    "every file profiled, its renditions made and every publication processed",
   );
 }
 

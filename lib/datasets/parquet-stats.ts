@@ -1,0 +1,141 @@
+import { sqlString } from "./engine";
+
+/**
+ * Per-column statistics of a Parquet file, read from its footer only (DuckDB's parquet_metadata(),
+ * no data read), in the shape Delta Sharing's per-file `stats` gives them (PROTOCOL.md, "Per-file
+ * Statistics"): `minValues`, `maxValues` and `nullCount` of the top-level columns whose statistics
+ * give them. A bound is kept only when every row group has one (or holds only nulls), so `minValues`
+ * is never above a value of the file and `maxValues` never below one; what cannot be said exactly is
+ * left out, never guessed:
+ *
+ * - numbers: JSON numbers; an integer beyond 2^53 or a value that is not finite leaves the column out;
+ * - text: up to MAX_TEXT_STATS characters (a longer bound, or one holding a NUL, is left out);
+ * - dates: `yyyy-mm-dd`; timestamps: ISO 8601 in UTC with milliseconds, the minimum rounded down and
+ *   the maximum up to the millisecond;
+ * - booleans and binary: `nullCount` only; nested columns: nothing.
+ */
+
+export type StatsValue = number | string;
+export type ColumnStats = {
+  minValues: Record<string, StatsValue>;
+  maxValues: Record<string, StatsValue>;
+  nullCount: Record<string, number>;
+};
+
+/** How a column's bounds are read and compared (also by lib/sharing/predicates.ts). */
+export type StatsKind = "integer" | "decimal" | "float" | "text" | "date" | "timestamp" | "nulls-only";
+
+/** The longest text bound kept (Delta's writers keep 32 characters). */
+export const MAX_TEXT_STATS = 64;
+
+/** The largest instant a JavaScript Date holds (±100,000,000 days). */
+const MAX_DATE_MS = 8.64e15;
+
+/** The kind of a top-level column of DuckDB type `type`; undefined for nested and unknown types. */
+export function statsKindOf(type: string): StatsKind | undefined {
+  const upper = type.toUpperCase();
+  if (/^(TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|HUGEINT|UHUGEINT)$/.test(upper))
+    return "integer";
+  if (/^DECIMAL\(\d+,\s*\d+\)$/.test(upper)) return "decimal";
+  if (upper === "FLOAT" || upper === "DOUBLE") return "float";
+  if (upper === "VARCHAR") return "text";
+  if (upper === "DATE") return "date";
+  if (/^TIMESTAMP(_S|_MS|_NS)?( WITH TIME ZONE)?$/.test(upper) || upper === "TIMESTAMPTZ") return "timestamp";
+  if (upper === "BOOLEAN" || upper === "BLOB") return "nulls-only";
+  return undefined;
+}
+
+/** The type a column's footer bounds are read as: timestamps of any unit or zone as TIMESTAMPTZ (UTC). */
+const boundType = (kind: StatsKind, type: string) => (kind === "timestamp" ? "TIMESTAMPTZ" : type);
+
+/** A bound of the footer (`stats_min_value` or `stats_max_value`) read as its column's type. */
+const typedBound = (field: string, kind: StatsKind, type: string) =>
+  kind === "text" ? field : `TRY_CAST(${field} AS ${boundType(kind, type)})`;
+
+/** The smallest minimum and largest maximum of the row groups, as text (timestamps as epoch milliseconds). */
+function boundsSql(kind: StatsKind, type: string): { min: string; max: string } {
+  const min = `min(${typedBound("stats_min_value", kind, type)})`;
+  const max = `max(${typedBound("stats_max_value", kind, type)})`;
+  if (kind === "timestamp") {
+    // The minimum rounded down to the millisecond, the maximum up.
+    return {
+      min: `CAST(epoch_ms(${min}) AS VARCHAR)`,
+      max: `CAST(CAST(ceil(epoch_us(${max}) / 1000) AS BIGINT) AS VARCHAR)`,
+    };
+  }
+  return { min: `CAST(${min} AS VARCHAR)`, max: `CAST(${max} AS VARCHAR)` };
+}
+
+/**
+ * One statement that reads `file`'s footer: per column, its null count (null when a row group lacks
+ * one), its bounds as text, and whether every row group gave both bounds (or held only nulls).
+ */
+export function columnStatsQuery(file: string, columns: { name: string; type: string }[]): string | null {
+  const selects = columns.flatMap(({ name, type }) => {
+    const kind = statsKindOf(type);
+    if (!kind) return [];
+    const bounded =
+      kind === "nulls-only"
+        ? "false"
+        : `bool_and((${typedBound("stats_min_value", kind, type)} IS NOT NULL AND ${typedBound("stats_max_value", kind, type)} IS NOT NULL) OR stats_null_count = num_values)`;
+    const bounds = kind === "nulls-only" ? { min: "NULL", max: "NULL" } : boundsSql(kind, type);
+    return [
+      `SELECT ${sqlString(name)} AS name,
+         CASE WHEN count(*) = count(stats_null_count) THEN CAST(sum(stats_null_count) AS BIGINT) END AS nulls,
+         ${bounds.min} AS min_value, ${bounds.max} AS max_value, ${bounded} AS bounded
+       FROM parquet_metadata(${sqlString(file)}) WHERE path_in_schema = ${sqlString(name)}`,
+    ];
+  });
+  return selects.length ? selects.join("\nUNION ALL\n") : null;
+}
+
+export type ColumnStatsRow = {
+  name: string;
+  nulls: string | number | null;
+  min_value: string | null;
+  max_value: string | null;
+  bounded: boolean | null;
+};
+
+/** The statistics of the columns from the rows of columnStatsQuery. */
+export function columnStatsFrom(columns: { name: string; type: string }[], rows: ColumnStatsRow[]): ColumnStats {
+  const stats: ColumnStats = { minValues: {}, maxValues: {}, nullCount: {} };
+  const kinds = new Map(columns.map((column) => [column.name, statsKindOf(column.type)]));
+  for (const row of rows) {
+    const kind = kinds.get(row.name);
+    if (!kind) continue;
+    if (row.nulls !== null && row.nulls !== undefined) stats.nullCount[row.name] = Number(row.nulls);
+    if (kind === "nulls-only" || !row.bounded || row.min_value === null || row.max_value === null) continue;
+    const min = boundValue(kind, row.min_value);
+    const max = boundValue(kind, row.max_value);
+    if (min === undefined || max === undefined) continue;
+    stats.minValues[row.name] = min;
+    stats.maxValues[row.name] = max;
+  }
+  return stats;
+}
+
+function boundValue(kind: StatsKind, text: string): StatsValue | undefined {
+  switch (kind) {
+    case "integer": {
+      const value = Number(text);
+      return Number.isSafeInteger(value) ? value : undefined;
+    }
+    case "decimal":
+    case "float": {
+      const value = Number(text);
+      return Number.isFinite(value) ? value : undefined;
+    }
+    case "text":
+      // A NUL cannot be stored (PostgreSQL's jsonb refuses it) and escaping it would move the bound: left out.
+      return [...text].length <= MAX_TEXT_STATS && !text.includes("\u0000") ? text : undefined;
+    case "date":
+      return /^\d{4}-\d{2}-\d{2}$/.test(text) ? text : undefined;
+    case "timestamp": {
+      const value = Number(text);
+      return Number.isSafeInteger(value) && Math.abs(value) <= MAX_DATE_MS ? new Date(value).toISOString() : undefined;
+    }
+    case "nulls-only":
+      return undefined;
+  }
+}

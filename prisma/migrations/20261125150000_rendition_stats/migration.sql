@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "file_renditions" ADD COLUMN "stats" JSONB;
