@@ -14,6 +14,9 @@ const nextConfig: NextConfig = {
     "@aws-sdk/client-s3",
     "@aws-sdk/lib-storage",
     "@aws-sdk/s3-request-presigner",
+    // Export destinations (lib/exports): ssh2 loads optional native bindings a bundler cannot follow.
+    "ssh2",
+    "@azure/storage-blob",
   ],
   poweredByHeader: false,
   async headers() {

@@ -23,6 +23,9 @@ export type ErrorCode =
   | "service_unavailable"
   | "preview_not_available"
   | "rendition_pending"
+  | "table_not_found"
+  | "version_not_found"
+  | "export_not_found"
   // Delta Sharing (lib/sharing): the protocol's own codes are made from these
   | "sharing_not_found"
   | "sharing_malformed_request"
@@ -39,11 +42,13 @@ export type ErrorCode =
   | "invalid_argument"
   | "source_file_unreadable"
   | "duplicate_file_name"
+  | "table_conflict"
   | "storage_not_configured"
   | "source_object_not_found"
   | "source_object_denied"
   | "storage_unavailable"
-  | "upload_interrupted";
+  | "upload_interrupted"
+  | "export_not_configured";
 
 export class AppError extends Error {
   constructor(

@@ -8,15 +8,15 @@ import { requestIdFrom } from "../lib/api/request-id";
 import { API_PATH, methodNotAllowed, unroutableApiPath } from "../lib/api/responses";
 import { markRequestServer } from "../lib/db/timeouts";
 import { httpServerOptions, httpTimeouts, type HttpTimeouts } from "../lib/http-timeouts";
-import { isDownloadLinkPath, serveDownloadLink } from "../lib/downloads/route";
+import { isDownloadLinkPath, serveDownloadLink } from "../lib/http/download-link";
 import { flushUsage } from "../lib/keys/usage";
 import { closeJobQueue } from "../lib/jobs";
 import { startJobWorker } from "../lib/jobs/worker";
-import { clientIp } from "../lib/auth/signin-limits";
+import { clientIp } from "../lib/http/client-ip";
 import { CLIENT_IP_HEADER } from "../lib/security/header";
 import { API_HEADERS } from "../lib/security-headers";
-import { API_V1_PATH, serveApiV1 } from "./api-routes";
-import { serveDeltaSharing, SHARING_PATH_PATTERN } from "../lib/sharing/route";
+import { API_V1_PATH, serveApiV1 } from "../lib/api/dispatch";
+import { serveDeltaSharing, SHARING_PATH_PATTERN } from "../lib/sharing/dispatch";
 import { batchLogWrites, errorFields, logger } from "../lib/log";
 import { metricsExposition } from "../lib/metrics";
 import { assignRequestId, recordRequestWhenDone } from "../lib/observability";
@@ -29,8 +29,8 @@ import { assignRequestId, recordRequestWhenDone } from "../lib/observability";
  * here, and so is an API path Next.js would not route as sent (see unroutableApiPath). Every request
  * gets its id here, one JSON log line and a duration observation (lib/observability.ts),
  * /api/metrics serves the Prometheus metrics behind METRICS_TOKEN, the signed download links
- * (/api/dl) are served here, past Next.js, at the speed of the disk (lib/downloads/route.ts), and so
- * is the API in production (scripts/api-routes.ts), with the headers Next.js would have added.
+ * (/api/dl) are served here, past Next.js, at the speed of the disk (lib/http/download-link.ts), and so
+ * is the API in production (lib/api/dispatch.ts, from the route table lib/api/routes.ts), with the headers Next.js would have added.
  * Usage: `http-server.ts dev|start [-p PORT] [-H HOSTNAME]`.
  */
 const mode = process.argv[2];

@@ -100,6 +100,7 @@ describe("the operator CLI", () => {
       size: 50 * 1024 * 1024,
       sha256: expectedSha256,
       content_type: "text/csv",
+      table: "prices",
     });
 
     expect(await adminJson("order:set-status", "--order", String(order.id), "--status", "delivered")).toMatchObject({
@@ -317,6 +318,7 @@ describe("the operator CLI", () => {
       profiled: 2,
       failed: 1,
       skipped: 1,
+      errors: [],
     });
     const { rows } = await sql.query<{ name: string; profile_status: string; rows: string | null }>(
       "SELECT name, profile_status, rows FROM order_files WHERE order_id = $1 ORDER BY name",
@@ -334,11 +336,13 @@ describe("the operator CLI", () => {
       profiled: expect.any(Number),
       failed: expect.any(Number),
       skipped: expect.any(Number),
+      errors: expect.any(Array),
     });
     expect(await adminJson("files:profile", "--order", String(order.id))).toEqual({
       profiled: 0,
       failed: 1,
       skipped: 3,
+      errors: [],
     });
     const neither = await admin("files:profile");
     expect(neither.code).toBe(1);
@@ -346,6 +350,33 @@ describe("the operator CLI", () => {
     const unknown = await admin("files:profile", "--order", "ord_nope");
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/No order with id ord_nope/);
+  });
+
+  it("files:profile goes on past a file it cannot profile now, reports it and exits 1", async () => {
+    const order = await adminJson("order:create", "--email", "round.trip@example.com", "--name", "One unreachable");
+    for (const name of ["first.csv", "unreachable.csv", "last.csv"]) {
+      await fs.writeFile(path.join(workDir, name), "a,b\n1,2\n");
+      await adminJson("order:add-file", "--order", String(order.id), "--path", path.join(workDir, name));
+    }
+    // Its bytes point at a store this installation cannot reach: reading them fails (not the file's fault).
+    const { rows } = await sql.query<{ id: string }>(
+      "UPDATE order_files SET storage_key = 's3://no-such-bucket/unreachable.csv' WHERE order_id = $1 AND name = 'unreachable.csv' RETURNING id",
+      [order.id],
+    );
+    const result = await admin("files:profile", "--order", String(order.id), "--json");
+    expect(result.code).toBe(1);
+    const report = JSON.parse(result.stdout);
+    expect(report).toMatchObject({ profiled: 2, failed: 0, skipped: 0 });
+    expect(report.errors).toEqual([{ file_id: rows[0]!.id, reason: expect.any(String) }]);
+    const { rows: statuses } = await sql.query<{ name: string; profile_status: string }>(
+      "SELECT name, profile_status FROM order_files WHERE order_id = $1 ORDER BY name",
+      [order.id],
+    );
+    expect(statuses).toEqual([
+      { name: "first.csv", profile_status: "ready" },
+      { name: "last.csv", profile_status: "ready" },
+      { name: "unreachable.csv", profile_status: "pending" },
+    ]);
   });
 
   it("refuses a second file of the same name in an order and keeps no orphaned bytes", async () => {

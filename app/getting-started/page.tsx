@@ -17,21 +17,23 @@ export const metadata: Metadata = { title: "Getting started" };
 
 /** Delta Sharing: the tools data teams already have, reading orders with the profile file. */
 function deltaSharingStep(origin: string): { id: string; title: string; body: ReactNode; code: string } {
-  const table = `${SHARING_PROFILE_FILE_NAME}#orders.ord_....fil_...`;
+  const table = `${SHARING_PROFILE_FILE_NAME}#orders.ord_....products`;
   return {
     id: "delta-sharing",
     title: "8. Read orders from pandas, Spark or Power BI",
     body: (
       <>
         Every order is also served over Delta Sharing, the open protocol those tools speak: one share,{" "}
-        <code>orders</code>; one schema per delivered order (its id); one table per data file (its id). Create a{" "}
-        <code>datasets:read</code> key and choose <strong>Download sharing profile</strong> while it is shown. Python
-        needs <code>pip install delta-sharing</code>; Power BI&apos;s Delta Sharing connector takes the URL and the key.
+        <code>orders</code>; one schema per delivered order (its id); one table per table of the order, by its name,
+        with its versions (time travel) and its change data feed. Create a <code>datasets:read</code> key and choose{" "}
+        <strong>Download sharing profile</strong> while it is shown. Python needs <code>pip install delta-sharing</code>
+        ; Power BI&apos;s Delta Sharing connector takes the URL and the key.
       </>
     ),
     code: [
       `# pandas`,
       `delta_sharing.load_as_pandas("${table}")`,
+      `delta_sharing.load_table_changes_as_pandas("${table}", starting_version=2)`,
       `# Spark`,
       `spark.read.format("deltaSharing").load("${table}")`,
       `# Power BI: Get data > Delta Sharing, server URL ${origin}${SHARING_PATH}, token: the key`,

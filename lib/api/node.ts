@@ -2,7 +2,6 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { pipeline } from "node:stream/promises";
-import type { NextApiRequest, NextApiResponse } from "next";
 import { requestIdFrom } from "./request-id";
 import { textBodyOf } from "./text-response";
 import { isReadOnlyMethod, methodNotAllowed } from "./responses";
@@ -17,7 +16,8 @@ export type WebHandler<Incoming extends RouteRequest = RouteRequest> = (
   request: Incoming,
   context: {
     requestId: string;
-    query: NextApiRequest["query"];
+    /** The path parameters, decoded (lib/api/route-table.ts). */
+    params: Record<string, string>;
     /** Node's request, for what a web Request lacks (the client's address). */
     incoming: IncomingMessage;
   },
@@ -26,7 +26,7 @@ export type WebHandler<Incoming extends RouteRequest = RouteRequest> = (
 /** What a route with a short answer reads of its request, as a web Request has it. */
 export type RouteRequest = Pick<Request, "url" | "method" | "headers">;
 
-type NodeRoute = (req: IncomingMessage & { query?: NextApiRequest["query"] }, res: ServerResponse) => Promise<void>;
+export type NodeRoute = (req: IncomingMessage, res: ServerResponse, params?: Record<string, string>) => Promise<void>;
 
 /**
  * A read-only route with a short answer, sent whole with its length: GET and HEAD go to `handle`,
@@ -52,21 +52,12 @@ function nodeRoute<Incoming extends RouteRequest>(
   request: (req: IncomingMessage, res: ServerResponse) => Incoming,
   stream: boolean,
 ): NodeRoute {
-  return async (req, res) => {
+  return async (req, res, params = {}) => {
     const requestId = requestIdFrom(req.headers["x-request-id"]);
     if (!isReadOnlyMethod(req.method)) return sendResponse(res, methodNotAllowed(req.method ?? "", requestId));
-    const response = await handle(request(req, res), { requestId, query: req.query ?? {}, incoming: req });
+    const response = await handle(request(req, res), { requestId, params, incoming: req });
     return sendResponse(res, response, stream);
   };
-}
-
-/** Any method, answered without a web Request (for the API's catch-all 404). */
-export function anyMethodNodeRoute(answer: (path: string, requestId: string) => Response) {
-  return (req: NextApiRequest, res: NextApiResponse): Promise<void> =>
-    sendResponse(
-      res,
-      answer(new URL(req.url ?? "/", "http://localhost").pathname, requestIdFrom(req.headers["x-request-id"])),
-    );
 }
 
 /** Node's request as a RouteRequest: URL and Headers made on first read. */

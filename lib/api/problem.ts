@@ -2,7 +2,7 @@ import { AUTH_FAILURE_LIMIT, DATASETS_RATE_LIMIT, DOWNLOAD_LINK_TTL_SECONDS, ORD
 import { textResponse } from "./text-response";
 import { AppError, type ErrorCode } from "../errors";
 import { configuredOrigin } from "../site";
-import { errorFields, logger } from "../log";
+import { unexpectedError } from "../http/unexpected-error";
 
 type ApiError = { status: number; title: string; /** for the API reference */ meaning: string };
 
@@ -61,6 +61,21 @@ export const API_ERRORS = {
     title: "Preview not available",
     meaning:
       "The file has no readable data: it is binary, its profile failed, or it is not profiled yet (the detail says which). Download the original instead.",
+  },
+  table_not_found: {
+    status: 404,
+    title: "Table not found",
+    meaning: "No table of that name in the order (tables are listed in the order's `tables`).",
+  },
+  version_not_found: {
+    status: 404,
+    title: "Version not found",
+    meaning: "No such version of the table: it was never made, or it was pruned.",
+  },
+  export_not_found: {
+    status: 404,
+    title: "Export not found",
+    meaning: "No such export run for this account.",
   },
   not_found: { status: 404, title: "Not found", meaning: "No such API path." },
   method_not_allowed: {
@@ -151,9 +166,6 @@ export function problemResponse(error: unknown, requestId: string, headers: Head
   return textResponse(JSON.stringify(body), { status, headers: responseHeaders });
 }
 
-/** How long a client should wait after the database failed it: a restart or failover takes seconds. */
-export const DATABASE_RETRY_AFTER_SECONDS = 5;
-
 function describe(
   error: unknown,
   requestId: string,
@@ -162,40 +174,14 @@ function describe(
     const known: ApiError | undefined = (API_ERRORS as Partial<Record<ErrorCode, ApiError>>)[error.code];
     if (known) return { code: error.code, status: known.status, title: known.title, detail: error.message };
   }
-  if (isDatabaseUnavailable(error)) {
-    const { error: cause } = errorFields(error);
-    logger().error({ request_id: requestId, error: cause }, `database unavailable: ${cause.message}`);
-    return {
-      code: "service_unavailable",
-      status: 503,
-      title: "Service unavailable",
-      detail: `The service cannot reach its database right now. Retry after ${DATABASE_RETRY_AFTER_SECONDS} seconds.`,
-      retryAfterSeconds: DATABASE_RETRY_AFTER_SECONDS,
-    };
-  }
-  // Our own defect: the stack goes to the log (never to the client) so it can be fixed.
-  logger().error({ request_id: requestId, err: error }, "unexpected error");
-  return {
-    code: "internal_error",
-    status: 500,
-    title: "Internal error",
-    detail: `Something went wrong on our side. Quote request id ${requestId} if you contact support.`,
-  };
-}
-
-/**
- * Connection-level failures of PostgreSQL and its deadlines (lib/db/timeouts.ts), as driver errors
- * or Prisma's wrapping of them (which keeps the driver's message).
- */
-export function isDatabaseUnavailable(error: unknown): boolean {
-  // SQLSTATE classes 08 (connection exception), 57014 (query_canceled: statement_timeout),
-  // 57P01-03 (shut down, cannot connect now), 53300 (too many connections).
-  const code = (error as { code?: unknown })?.code;
-  if (typeof code === "string" && /^(08...|57014|57P0[123]|53300)$/.test(code)) return true;
-  const text = `${(error as { code?: string })?.code ?? ""} ${(error as Error)?.message ?? ""}`;
-  // node-postgres's own deadlines: "Query read timeout" (no answer), "timeout exceeded when trying
-  // to connect" (no free pool connection), "Connection terminated due to connection timeout".
-  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|P1001|P1002|P1017|Can't reach database|Connection terminated|DatabaseNotReachable|too many clients|the database system is (starting|shutting) up|canceling statement due to statement timeout|Query read timeout|timeout exceeded when trying to connect/i.test(
-    text,
-  );
+  const { kind, status, message, retryAfterSeconds } = unexpectedError(error, requestId);
+  return kind === "unavailable"
+    ? {
+        code: "service_unavailable",
+        status,
+        title: API_ERRORS.service_unavailable.title,
+        detail: message,
+        retryAfterSeconds,
+      }
+    : { code: "internal_error", status, title: "Internal error", detail: message };
 }

@@ -13,3 +13,12 @@ export function parseQuery<Schema extends z.ZodType>(schema: Schema, request: { 
   }
   return result.data;
 }
+
+/** Parses one path value with its schema; a malformed one becomes a 400 invalid_request naming it. */
+export function parseValue<Schema extends z.ZodType>(schema: Schema, value: string, name: string): z.infer<Schema> {
+  const result = schema.safeParse(value);
+  if (!result.success) {
+    throw new AppError("invalid_request", `Invalid ${name}: ${result.error.issues[0]?.message ?? "bad value"}.`);
+  }
+  return result.data;
+}

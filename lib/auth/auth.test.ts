@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { normaliseEmailIdentifier } from "./email-identifier";
 import { mailDelivery, signInMail } from "./mail";
 import { safeReturnPath } from "./return-to";
-import { clientIp, clientNetwork } from "./signin-limits";
+import { clientIp } from "../http/client-ip";
+import { clientNetwork } from "./signin-limits";
 
 describe("mailDelivery", () => {
   it.each([

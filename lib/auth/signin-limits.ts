@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { ServerResponse } from "node:http";
 import net from "node:net";
 import type { NextAuthOptions } from "next-auth";
 import { createRateLimiter, rateLimitHeaders, type RateLimitDecision, type RateLimiter } from "../ratelimit";
@@ -86,20 +86,6 @@ export function withSignInLimits(options: NextAuthOptions, ip: string, res: Serv
       },
     },
   };
-}
-
-/**
- * The client's address: the socket's peer, or, behind a reverse proxy that says so with
- * TRUST_PROXY=true, the last address that proxy appended to X-Forwarded-For (earlier entries
- * are whatever the client sent and cannot be trusted).
- */
-export function clientIp(req: IncomingMessage, env: NodeJS.ProcessEnv = process.env): string {
-  if (env.TRUST_PROXY === "true") {
-    const forwarded = req.headers["x-forwarded-for"];
-    const last = (Array.isArray(forwarded) ? forwarded.join(",") : (forwarded ?? "")).split(",").pop()?.trim();
-    if (last) return last;
-  }
-  return req.socket.remoteAddress ?? "unknown";
 }
 
 /**

@@ -1,14 +1,23 @@
+import path from "node:path";
 import type { Readable } from "node:stream";
-import mime from "mime-types";
-import { db, Prisma } from "../db/client";
-import { CONTROL_CHARACTERS, FILE_NAME_MAX_BYTES } from "../contract";
-import { AppError } from "../errors";
-import { isTypedId } from "../ids";
-import { fileStorage, hashStream, type StoredObject } from "../storage";
-import { parseS3Location, readS3Object, storageError } from "../storage/s3";
+import { db } from "../db/client";
 import { formatFromName } from "../datasets/formats";
-import { jobTransaction, QUEUES, sendJob } from "../jobs";
+import { AppError } from "../errors";
+import { jobTransaction } from "../jobs";
+import { parseS3Location } from "../storage/s3";
+import { tableNameFor } from "../tables/names";
+import { publishTable } from "../tables/publish";
 import { emitEvent } from "../webhooks/emit";
+import { queueExportRuns } from "../exports/runs";
+import {
+  checkNewFile,
+  discardStoredBytes,
+  findOrderForOperator,
+  recordFileRow,
+  storeFileBytes,
+  type AddedFile,
+  type FileSource,
+} from "./files";
 import { orderJson } from "./queries";
 import type { OrderStatus } from "./status";
 
@@ -43,8 +52,8 @@ export async function createOrder(input: {
  * Moves an order to a status. Delivery time is set on first delivery and kept through a refund
  * (it was delivered then); back to unfinished clears it. Refund time is set on refund (kept if
  * refunded again) and cleared when the order leaves that status. Becoming delivered or refunded
- * emits `order.delivered` / `order.refunded` in the same transaction (lib/webhooks/emit.ts): a
- * change is never committed unannounced.
+ * emits `order.delivered` / `order.refunded` in the same transaction (lib/webhooks/emit.ts), and
+ * a delivery queues its export runs there too: a change is never committed unannounced.
  */
 export async function setOrderStatus(orderId: string, status: OrderStatus, now = new Date()) {
   return jobTransaction(async (tx) => {
@@ -67,37 +76,117 @@ export async function setOrderStatus(orderId: string, status: OrderStatus, now =
         await orderJson(order.buyerId, orderId, (text, values) => tx.$queryRawUnsafe(text, ...values)),
       );
       await emitEvent(tx, { buyerId: order.buyerId, type: `order.${status}`, data, at: now });
+      // A delivered order goes to the buyer's export destinations (lib/exports), committed with the change.
+      if (status === "delivered") {
+        await queueExportRuns(tx, { buyerId: order.buyerId, orderId, trigger: "order.delivered", at: now });
+      }
     }
     return updated;
   });
 }
 
-export type AddedFile = { id: string; name: string; size: number; sha256: string; contentType: string };
+export type { AddedFile } from "./files";
 
 /**
- * Adds a file to an order: streams `source` into the configured storage (STORAGE_DIR, or S3 with
- * a multipart upload) while hashing it, then records it. An aborted `signal` (the CLI on Ctrl+C)
- * or any failure leaves nothing: no row, no object. If recording fails (e.g. a file of that name
- * was added meanwhile), the stored bytes are removed again.
+ * Adds a file to an order, as `order:add-file` does: its bytes are stored (streamed into
+ * STORAGE_DIR, or S3 with a multipart upload, hashed on the way) or, for an object already in S3,
+ * registered where it is. A data file (by its name) is published as the only part of a new snapshot
+ * table named after it (lib/tables/names.ts), or of `table` when given; a binary file belongs to no
+ * table. An aborted `signal` (the CLI on Ctrl+C) or any failure leaves no row pointing at a missing
+ * object; a data file's add run again after a kill resumes its publication.
  */
 export async function addOrderFile(input: {
   orderId: string;
-  source: Readable;
-  name: string;
+  source: Readable | FileSource;
+  name?: string;
   contentType?: string;
+  table?: string;
   signal?: AbortSignal;
-}): Promise<AddedFile> {
-  const file = await checkNewFile(input.orderId, input.name, input.contentType);
-  const stored = await fileStorage().put(input.source, input.orderId, {
-    contentType: file.contentType,
-    signal: input.signal,
-  });
+}): Promise<AddedFile & { table: string | null }> {
+  await findOrderForOperator(input.orderId);
+  const source: FileSource = "pipe" in input.source ? { stream: input.source } : input.source;
+  const name = (input.name ?? defaultName(source)).trim();
+  if (formatFromName(name).format !== "binary") return addDataFile({ ...input, source, name });
+  const file = await checkNewFile(input.orderId, name, input.contentType);
+  const stored = await storeFileBytes(
+    input.orderId,
+    { ...file, contentTypeGiven: input.contentType !== undefined },
+    source,
+    input.signal,
+  );
   try {
-    return await recordFile(input.orderId, file, stored);
+    const added = await jobTransaction((tx) =>
+      recordFileRow(tx, input.orderId, { name: file.name, contentType: stored.contentType }, stored),
+    );
+    return { ...added, table: null };
   } catch (error) {
-    await fileStorage().delete(stored.key);
+    await discardStoredBytes(stored);
     throw error;
   }
+}
+
+/**
+ * A data file as the one part of a publication: of `table`, or of a new table named after the file
+ * (the same add run again after a kill resumes the table its first run made).
+ */
+async function addDataFile(input: {
+  orderId: string;
+  source: FileSource;
+  name: string;
+  contentType?: string;
+  table?: string;
+  signal?: AbortSignal;
+}): Promise<AddedFile & { table: string }> {
+  const part = { name: input.name, contentType: input.contentType, source: input.source };
+  if (input.table) {
+    const published = await publishTable({
+      orderId: input.orderId,
+      table: input.table,
+      parts: [part],
+      signal: input.signal,
+    });
+    return { ...published.files[0]!, table: published.table };
+  }
+  const unfinished = await db().tablePublication.findFirst({
+    where: { status: "uploading", partNames: { equals: [input.name] }, table: { orderId: input.orderId } },
+    orderBy: { createdAt: "desc" },
+    select: { table: { select: { name: true } } },
+  });
+  if (unfinished) {
+    const published = await publishTable({
+      orderId: input.orderId,
+      table: unfinished.table.name,
+      parts: [part],
+      signal: input.signal,
+    });
+    return { ...published.files[0]!, table: published.table };
+  }
+  // A name taken by another add-file at the same moment is tried again with the next free one.
+  for (let attempt = 0; ; attempt++) {
+    const taken = new Set(
+      (await db().orderTable.findMany({ where: { orderId: input.orderId }, select: { name: true } })).map(
+        (table) => table.name,
+      ),
+    );
+    try {
+      const published = await publishTable({
+        orderId: input.orderId,
+        table: tableNameFor(input.name, (name) => taken.has(name)),
+        parts: [part],
+        signal: input.signal,
+        newTable: true,
+      });
+      return { ...published.files[0]!, table: published.table };
+    } catch (error) {
+      if (!(error instanceof AppError && error.code === "table_conflict") || attempt >= 5) throw error;
+    }
+  }
+}
+
+function defaultName(source: FileSource): string {
+  if ("path" in source) return path.basename(source.path);
+  if ("location" in source) return parseS3Location(source.location).key.split("/").pop() ?? "";
+  throw new AppError("invalid_argument", "A file read from a stream needs a name.");
 }
 
 /**
@@ -111,111 +200,10 @@ export async function registerStoredObject(input: {
   location: string;
   name?: string;
   contentType?: string;
-}): Promise<AddedFile> {
-  const { key } = parseS3Location(input.location);
-  const file = await checkNewFile(input.orderId, input.name ?? key.split("/").pop() ?? "", input.contentType);
-  const object = await readS3Object(input.location);
-  const stored = await hashStream(object.body).catch((error: unknown) => {
-    throw storageError(error, input.location);
-  });
-  // Unless told otherwise, the type the object was stored with, when it says more than "bytes".
-  if (!input.contentType && object.contentType && object.contentType !== "application/octet-stream") {
-    file.contentType = checkedContentType(object.contentType.split(";")[0]!.trim());
-  }
-  return recordFile(input.orderId, file, { key: input.location, ...stored });
+  table?: string;
+}): Promise<AddedFile & { table: string | null }> {
+  parseS3Location(input.location);
+  return addOrderFile({ ...input, source: { location: input.location } });
 }
 
-/** The file's name and type, checked before any byte is moved (a 100 GB upload must not fail at the end). */
-async function checkNewFile(orderId: string, rawName: string, rawContentType: string | undefined) {
-  await findOrderForOperator(orderId);
-  const name = rawName.trim();
-  const problem = fileNameProblem(name);
-  if (problem) throw new AppError("invalid_argument", `${quoted(rawName)} is not a valid file name: ${problem}.`);
-  const contentType = checkedContentType(rawContentType ?? contentTypeOf(name));
-  if (await db().orderFile.count({ where: { orderId, name } })) throw duplicateName(orderId, name);
-  return { name, contentType };
-}
-
-/**
- * Why a name cannot be a delivered file's name, or undefined. Buyers' tools save files under these
- * names, so a name is one path segment a file system takes: no separators, no "." or "..", no
- * control characters (PostgreSQL refuses NUL), at most FILE_NAME_MAX_BYTES.
- */
-function fileNameProblem(name: string): string | undefined {
-  if (!name || name === "." || name === "..") return "it needs a name";
-  if (name.includes("/") || name.includes("\\")) return "it cannot contain / or \\";
-  if (CONTROL_CHARACTERS.test(name)) return "it cannot contain control characters";
-  if (Buffer.byteLength(name) > FILE_NAME_MAX_BYTES) return `it is longer than ${FILE_NAME_MAX_BYTES} bytes`;
-  return undefined;
-}
-
-/** A name in double quotes with every control character escaped (\u007f), fit for a terminal. */
-const quoted = (name: string) =>
-  JSON.stringify(name).replace(
-    /\p{Cc}/gu,
-    (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, "0")}`,
-  );
-
-function checkedContentType(contentType: string): string {
-  if (!/^[\w.+-]+\/[\w.+-]+$/.test(contentType)) {
-    throw new AppError("invalid_argument", `"${contentType}" is not a valid content type (e.g. text/csv).`);
-  }
-  return contentType;
-}
-
-/** Types mime-types does not know for formats scraped datasets come in: one JSON document per line. */
-const DATASET_TYPES: Record<string, string> = { jsonl: "application/x-ndjson", ndjson: "application/x-ndjson" };
-
-/** The content type a file's name suggests. */
-export function contentTypeOf(name: string): string {
-  const extension = name.toLowerCase().split(".").pop() ?? "";
-  return DATASET_TYPES[extension] ?? (mime.lookup(name) || "application/octet-stream");
-}
-
-async function recordFile(
-  orderId: string,
-  file: { name: string; contentType: string },
-  stored: StoredObject,
-): Promise<AddedFile> {
-  const { format, compression } = formatFromName(file.name);
-  try {
-    // A data file is profiled by the worker (lib/datasets): its job commits with the row.
-    const row = await jobTransaction(async (tx) => {
-      const created = await tx.orderFile.create({
-        data: {
-          orderId,
-          name: file.name,
-          size: BigInt(stored.size),
-          contentType: file.contentType,
-          sha256: stored.sha256,
-          storageKey: stored.key,
-          format,
-          compression,
-          profileStatus: format === "binary" ? "none" : "pending",
-        },
-        select: { id: true },
-      });
-      if (format !== "binary") await sendJob(QUEUES.datasetProfile, { fileId: created.id }, { tx });
-      return created;
-    });
-    return { id: row.id, ...file, size: stored.size, sha256: stored.sha256 };
-  } catch (error) {
-    if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === "P2002")
-      throw duplicateName(orderId, file.name);
-    throw error;
-  }
-}
-
-function duplicateName(orderId: string, name: string): AppError {
-  return new AppError("duplicate_file_name", `Order ${orderId} already has a file named "${name}".`);
-}
-
-/** An order by id for the operator (any buyer's), or order_not_found. */
-export async function findOrderForOperator(orderId: string) {
-  // A malformed id names no order: refused before any query.
-  const order = isTypedId("ord", orderId)
-    ? await db().order.findUnique({ where: { id: orderId }, select: { id: true, deliveredAt: true, refundedAt: true } })
-    : null;
-  if (!order) throw new AppError("order_not_found", `No order with id ${orderId}.`);
-  return order;
-}
+export { contentTypeOf, findOrderForOperator } from "./files";

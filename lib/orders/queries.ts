@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { Prisma, sqlQuery, type FileFormat, type ProfileStatus, type SqlRunner } from "../db/client";
+import { db, Prisma, sqlQuery, type FileFormat, type ProfileStatus, type SqlRunner } from "../db/client";
 import { AppError } from "../errors";
 import { describeId, isTypedId } from "../ids";
 import type { orderSchema } from "../schemas/api";
@@ -15,10 +15,60 @@ import type { OrderStatus } from "./status";
  * off the single Node.js process, which is the bottleneck under load (bench/api-list.ts).
  */
 
-const isoUtc = (column: Prisma.Sql) =>
+export const isoUtc = (column: Prisma.Sql) =>
   Prisma.sql`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
-/** An order row `o` as the API's Order object, files oldest first. */
+/**
+ * A file row `f` as the API's File object; `p` and `t` are its publication and table (null for a
+ * file that belongs to no table).
+ */
+export const FILE_JSON = Prisma.sql`json_build_object(
+  'id', f.id,
+  'name', f.name,
+  'size', f.size,
+  'content_type', f.content_type,
+  'sha256', f.sha256,
+  'created_at', ${isoUtc(Prisma.sql`f.created_at`)},
+  'format', f.format,
+  'compression', f.compression,
+  'profile_status', f.profile_status,
+  'rows', f.rows,
+  'columns', f.columns,
+  'profile_error', f.profile_error,
+  'renditions', COALESCE((
+    SELECT json_agg(json_build_object('format', r.format, 'size', r.size, 'sha256', r.sha256, 'status', r.status)
+      ORDER BY r.format)
+    FROM file_renditions r WHERE r.file_id = f.id), '[]'::json),
+  'table', CASE WHEN t.id IS NULL THEN NULL ELSE json_build_object('name', t.name, 'version', p.version) END
+)`;
+
+/** A table row `t` as the API's Table object, `v` its current version (contract Part 4). */
+export const TABLE_JSON = Prisma.sql`json_build_object(
+  'name', t.name,
+  'mode', t.mode,
+  'key', CASE WHEN cardinality(t.key) = 0 THEN NULL ELSE to_json(t.key) END,
+  'version', t.current_version,
+  'rows', v.rows,
+  'columns', v.columns,
+  'updated_at', ${isoUtc(Prisma.sql`v.created_at`)}
+)`;
+
+/**
+ * An order's files as the buyer sees them: delivered files (never change files), each with its
+ * table. A part is listed once its publication's parts are all stored; a snapshot table's parts
+ * leave the list when a newer version is made (they stay downloadable by id until pruned); a
+ * failed publication's parts stay listed, as the delivered files they are.
+ */
+const LISTED_FILES_FROM = Prisma.sql`
+  FROM order_files f
+  LEFT JOIN table_publications p ON p.id = f.publication_id
+  LEFT JOIN order_tables t ON t.id = p.table_id
+  WHERE f.origin = 'delivered' AND (
+    f.publication_id IS NULL
+    OR p.status IN ('processing', 'failed')
+    OR (p.status = 'ready' AND (t.mode = 'append' OR p.version = t.current_version)))`;
+
+/** An order row `o` as the API's Order object, files oldest first, tables by name. */
 const ORDER_JSON = Prisma.sql`json_build_object(
   'id', o.id,
   'status', o.status,
@@ -27,25 +77,11 @@ const ORDER_JSON = Prisma.sql`json_build_object(
   'delivered_at', ${isoUtc(Prisma.sql`o.delivered_at`)},
   'downloadable', o.status = 'delivered',
   'files', COALESCE((
-    SELECT json_agg(json_build_object(
-      'id', f.id,
-      'name', f.name,
-      'size', f.size,
-      'content_type', f.content_type,
-      'sha256', f.sha256,
-      'created_at', ${isoUtc(Prisma.sql`f.created_at`)},
-      'format', f.format,
-      'compression', f.compression,
-      'profile_status', f.profile_status,
-      'rows', f.rows,
-      'columns', f.columns,
-      'profile_error', f.profile_error,
-      'renditions', COALESCE((
-        SELECT json_agg(json_build_object('format', r.format, 'size', r.size, 'sha256', r.sha256, 'status', r.status)
-          ORDER BY r.format)
-        FROM file_renditions r WHERE r.file_id = f.id), '[]'::json)
-    ) ORDER BY f.created_at, f.id)
-    FROM order_files f WHERE f.order_id = o.id), '[]'::json)
+    SELECT json_agg(${FILE_JSON} ORDER BY f.created_at, f.id) ${LISTED_FILES_FROM} AND f.order_id = o.id), '[]'::json),
+  'tables', COALESCE((
+    SELECT json_agg(${TABLE_JSON} ORDER BY t.name)
+    FROM order_tables t LEFT JOIN table_versions v ON v.table_id = t.id AND v.version = t.current_version
+    WHERE t.order_id = o.id), '[]'::json)
 )`;
 
 /**
@@ -143,7 +179,7 @@ export function notDelivered(orderId: string, status: OrderStatus): AppError {
   );
 }
 
-function orderNotFound(orderId: string): AppError {
+export function orderNotFound(orderId: string): AppError {
   return new AppError("order_not_found", `No order ${describeId("ord", orderId)} for this account.`);
 }
 
@@ -159,4 +195,20 @@ export async function orderPage(
 
 export async function getOrder(buyerId: string, orderId: string): Promise<OrderView> {
   return JSON.parse(await orderJson(buyerId, orderId));
+}
+
+/**
+ * What the dashboard's order page shows beside the API's Order: its name (for the tab title) and
+ * when it was refunded. The buyer's own order only; undefined for any other.
+ */
+export async function orderPageDetails(
+  buyerId: string,
+  orderId: string,
+): Promise<{ name: string; refundedAt: Date | null } | undefined> {
+  if (!isTypedId("ord", orderId)) return undefined;
+  const order = await db().order.findFirst({
+    where: { id: orderId, buyerId },
+    select: { name: true, refundedAt: true },
+  });
+  return order ?? undefined;
 }

@@ -99,8 +99,50 @@ export const fileSchema = z
       description:
         "The file in other formats (download with ?format=): Parquet is made for every profiled file, CSV and JSON Lines on first request.",
     }),
+    table: z
+      .object({
+        name: z.string().meta({ example: "products" }),
+        version: z.number().int().nullable().meta({
+          description: "The table version this file is a part of; null until its publication becomes a version.",
+          example: 3,
+        }),
+      })
+      .nullable()
+      .meta({ description: "The table this file is a part of; null for binary files, which belong to no table." }),
   })
   .meta({ id: "File", description: "A file delivered for an order." });
+
+export const TABLE_MODES = ["snapshot", "append"] as const;
+
+const changesSchema = z
+  .object({
+    inserted: z.number().int().meta({ example: 120 }),
+    updated: z.number().int().meta({ description: "Rows changed (pre- and post-image pairs).", example: 35 }),
+    deleted: z.number().int().meta({ example: 4 }),
+  })
+  .meta({ id: "Changes", description: "What a version changed against the previous one." });
+
+export const tableSchema = z
+  .object({
+    name: z.string().meta({ description: "Stable across versions: ^[a-z][a-z0-9_]{0,62}$.", example: "products" }),
+    mode: z.enum(TABLE_MODES).meta({
+      description: "snapshot: each version is the whole table; append: each version adds rows.",
+      example: "snapshot",
+    }),
+    key: z
+      .array(z.string())
+      .nullable()
+      .meta({ description: "The columns that identify a record, or null.", example: ["sku"] }),
+    version: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: "The current version; null before the first.", example: 3 }),
+    rows: z.number().int().nullable().meta({ description: "Rows as of the current version.", example: 250000 }),
+    columns: z.array(columnSchema).nullable(),
+    updated_at: timestamp.nullable().meta({ description: "When the current version was made." }),
+  })
+  .meta({ id: "Table", description: "A named dataset of an order, refreshed as versions." });
 
 export const orderSchema = z
   .object({
@@ -112,9 +154,36 @@ export const orderSchema = z
     paid_at: timestamp,
     delivered_at: timestamp.nullable(),
     downloadable: z.boolean().meta({ description: "True only when status is delivered." }),
-    files: z.array(fileSchema),
+    files: z.array(fileSchema).meta({
+      description:
+        "The order's files: binary files and the parts of its tables' current versions (an append table's every version), and parts of publications not yet versions.",
+    }),
+    tables: z.array(tableSchema),
   })
   .meta({ id: "Order", description: "A paid order of the buyer." });
+
+export const versionSchema = z
+  .object({
+    version: z.number().int().meta({ example: 3 }),
+    mode: z.enum(TABLE_MODES),
+    created_at: timestamp,
+    rows: z.number().int().meta({ description: "The table's rows as of this version.", example: 250000 }),
+    columns: z.array(columnSchema),
+    changes: changesSchema.nullable().meta({ description: "What changed against the previous version." }),
+    files: z.array(fileSchema).meta({ description: "The parts published as this version." }),
+  })
+  .meta({ id: "Version", description: "One version of a table." });
+
+export const versionPageSchema = z
+  .object({
+    data: z.array(versionSchema),
+    next_offset: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: "Offset of the next page; null on the last page.", example: null }),
+  })
+  .meta({ id: "VersionPage" });
 
 export const orderPageSchema = z
   .object({
@@ -142,6 +211,43 @@ export const orderPathSchema = z.object({ id: z.string().meta({ description: "Or
 export const filePathSchema = orderPathSchema.extend({
   fileId: z.string().meta({ description: "File id, from the order's files." }),
 });
+
+export const tablePathSchema = orderPathSchema.extend({
+  name: z.string().meta({ description: "Table name, from the order's tables.", example: "products" }),
+});
+
+/** A version number in a path: a positive whole number (anything else is a 400 invalid_request). */
+export const versionNumberSchema = z
+  .string()
+  .regex(/^[1-9][0-9]{0,8}$/, "version must be a positive whole number")
+  .transform(Number)
+  .meta({ description: "Version number, from 1.", example: "3" });
+
+export const versionPathSchema = tablePathSchema.extend({ version: versionNumberSchema });
+
+export const listVersionsQuerySchema = z
+  .object({
+    limit: limitParameter(ORDER_PAGE_SIZE, "Page size", String(ORDER_PAGE_SIZE.default)),
+    offset: wholeNumber("offset")
+      .optional()
+      .default(0)
+      .meta({ description: "Position of the first version; use the previous page's next_offset.", example: "0" }),
+  })
+  .meta({ id: "ListVersionsQuery" });
+
+export const changesQuerySchema = z
+  .object({
+    format: z
+      .enum(RENDITION_FORMATS, { error: `format must be one of ${RENDITION_FORMATS.join(", ")}` })
+      .optional()
+      .default("parquet")
+      .meta({
+        description:
+          "The change file's format: Parquet (the default), or CSV or JSON Lines, made on first request (202 while it is being made).",
+        example: "csv",
+      }),
+  })
+  .meta({ id: "ChangesQuery" });
 
 export const PREVIEW_LIMIT = { min: 1, max: 100, default: 20 } as const;
 

@@ -1,10 +1,12 @@
 import { db, sqlQuery } from "../db/client";
 import { errorFields, logger } from "../log";
+import { formulaSafe } from "../csv-formulas";
 
 /**
  * The security log of a buyer's account: sign-ins and refused sign-in links, keys created,
  * replaced, revoked and expired, share links created, revoked and opened, webhook endpoints added,
- * changed (disabled, enabled, secret rotated) and deleted; with the time, who did it
+ * changed (disabled, enabled, secret rotated) and deleted, export destinations added, changed,
+ * tested and deleted; with the time, who did it
  * (a dashboard session, the operator's CLI, or the system) and the client's address. Kept one year.
  * Recording never fails what it records: a write that fails is logged for the operator instead.
  */
@@ -21,6 +23,10 @@ export const SECURITY_EVENT_KINDS = [
   "webhook_created",
   "webhook_changed",
   "webhook_deleted",
+  "export_destination_created",
+  "export_destination_changed",
+  "export_destination_tested",
+  "export_destination_deleted",
 ] as const;
 export type SecurityEventKind = (typeof SECURITY_EVENT_KINDS)[number];
 
@@ -37,6 +43,10 @@ export const SECURITY_EVENT_LABELS: Record<SecurityEventKind, string> = {
   webhook_created: "Webhook endpoint added",
   webhook_changed: "Webhook endpoint changed",
   webhook_deleted: "Webhook endpoint deleted",
+  export_destination_created: "Export destination added",
+  export_destination_changed: "Export destination changed",
+  export_destination_tested: "Export destination tested",
+  export_destination_deleted: "Export destination deleted",
 };
 
 export type Actor = { actor: "session" | "operator" | "system"; ip?: string | null };
@@ -117,8 +127,8 @@ export async function listSecurityEvents(
 export function securityEventsCsv(events: SecurityEventView[]): string {
   const cell = (value: string | number | null) => {
     const text = value === null ? "" : String(value);
-    // Quoted, inner quotes doubled; a leading = + - @ is prefixed so a spreadsheet never runs it as a formula.
-    return `"${(/^[=+\-@]/.test(text) ? `'${text}` : text).replace(/"/g, '""')}"`;
+    // Quoted, inner quotes doubled; never run by a spreadsheet as a formula (lib/csv-formulas.ts).
+    return `"${formulaSafe(text).replace(/"/g, '""')}"`;
   };
   const lines = [["time", "event", "detail", "actor", "ip", "count", "last"].map(cell).join(",")];
   for (const event of events) {

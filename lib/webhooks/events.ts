@@ -4,8 +4,11 @@ import { z } from "zod";
 export const WEBHOOK_EVENT_TYPES = [
   "order.delivered",
   "order.refunded",
+  "table.updated",
   "key.expiring",
   "key.expired",
+  "export.completed",
+  "export.failed",
   "webhook.test",
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
@@ -13,8 +16,11 @@ export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 export const WEBHOOK_EVENT_DESCRIPTIONS: Record<WebhookEventType, string> = {
   "order.delivered": "An order's files are ready to download.",
   "order.refunded": "An order was refunded; its files can no longer be downloaded.",
+  "table.updated": "A table of an order has a new version (data: the Version, with order_id and table).",
   "key.expiring": "An API key expires in 7 days, and again 1 day before.",
   "key.expired": "An API key has expired.",
+  "export.completed": "An export run copied its files to one of your destinations (Exports).",
+  "export.failed": "An export run gave up after its retries (over 24 hours); the error says why.",
   "webhook.test": "Sent when you press “Send test event” (always delivered to that endpoint).",
 };
 

@@ -219,6 +219,22 @@ const cases: Case[] = [
   },
   { name: "a malformed order id", code: "order_not_found", request: () => api("/orders/ord_%00", fixtures.key) },
   {
+    name: "an unknown table",
+    code: "table_not_found",
+    request: () => api(`/orders/${fixtures.delivered.id}/tables/no_such_table`, fixtures.key),
+  },
+  {
+    name: "a version never made",
+    code: "version_not_found",
+    // delivered.csv was published as the table "delivered" (order:add-file's own table).
+    request: () => api(`/orders/${fixtures.delivered.id}/tables/delivered/versions/99`, fixtures.key),
+  },
+  {
+    name: "an unknown export run",
+    code: "export_not_found",
+    request: () => api("/exports/exr_00000000000000000000000000000000", fixtures.key),
+  },
+  {
     name: "an unknown file",
     code: "file_not_found",
     request: () => api(`/orders/${fixtures.delivered.id}/files/fil_00000000000000000000000000000000`, fixtures.key),

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../lib/db/client";
 import { signDownloadToken } from "../../lib/downloads/token";
 import { generateSecret } from "../../lib/keys/secret";
-import { createShareLink } from "../../lib/shares";
+import { createShareLink } from "../../lib/share-links";
 import { enableSocialAccess, importSocialProfiles } from "../../lib/social/admin";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";

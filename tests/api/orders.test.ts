@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiErrorCatalog } from "../../lib/api/problem";
+import { API_PATHS } from "../../lib/api/routes";
 import { revokeApiKey } from "../../lib/keys";
 import { setOrderStatus } from "../../lib/orders/admin";
 import { orderPageSchema, orderSchema } from "../../lib/schemas/api";
@@ -126,6 +127,7 @@ describe("orders", () => {
       "name",
       "paid_at",
       "status",
+      "tables",
     ]);
     expect(orderSchema.parse(body)).toMatchObject({ id: delivered.id, status: "delivered", downloadable: true });
     expect(body.files[0]).toEqual({
@@ -143,7 +145,12 @@ describe("orders", () => {
       columns: null,
       profile_error: body.files[0].profile_status === "failed" ? expect.stringMatching(/binary data/) : null,
       renditions: [],
+      // A data file added on its own is the one part of a table named after it (contract Part 4).
+      table: { name: "prices", version: null },
     });
+    expect(body.tables).toEqual([
+      { name: "prices", mode: "snapshot", key: null, version: null, rows: null, columns: null, updated_at: null },
+    ]);
     const refundedBody = orderSchema.parse(await (await api(`/orders/${refunded.id}`, keyA)).json());
     expect(refundedBody.downloadable).toBe(false);
   });
@@ -222,13 +229,8 @@ describe("the OpenAPI document", () => {
     expect(response.status).toBe(200);
     const document = await response.json();
     expect(document.openapi).toBe("3.1.0");
-    expect(Object.keys(document.paths).sort()).toEqual([
-      "/orders",
-      "/orders/{id}",
-      "/orders/{id}/files/{fileId}",
-      "/orders/{id}/files/{fileId}/preview",
-      "/scrape/{platform}/profile",
-    ]);
+    expect(Object.keys(document.paths).sort()).toEqual([...API_PATHS].sort());
+    expect(API_PATHS).toEqual(expect.arrayContaining(["/orders", "/orders/{id}", "/scrape/{platform}/profile"]));
     expect(Object.keys(document.components.schemas)).toEqual(
       expect.arrayContaining(["Order", "File", "OrderPage", "Problem", "SocialProfile"]),
     );

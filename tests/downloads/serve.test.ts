@@ -4,7 +4,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { createBuyer } from "../../lib/buyers";
 import { db } from "../../lib/db/client";
 import { DOWNLOAD_LINK_TTL_SECONDS } from "../../lib/contract";
-import { downloadUrl, serveDownload } from "../../lib/downloads/serve";
+import { downloadUrl } from "../../lib/downloads/links";
+import { serveDownload } from "../../lib/http/download-link";
 import { signDownloadToken } from "../../lib/downloads/token";
 import { addOrderFile, createOrder, setOrderStatus } from "../../lib/orders/admin";
 import type { OrderStatus } from "../../lib/orders/status";

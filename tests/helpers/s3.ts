@@ -15,11 +15,14 @@ export type TestS3 = {
   env: Record<string, string>;
   /** The keys of the objects in a bucket, read from the store's directory (s3rver's ListObjects refuses the current SDK's signature). */
   objectKeys: (bucket?: string) => Promise<string[]>;
+  /** An object's bytes, read from the store's directory. */
+  objectBytes: (key: string, bucket?: string) => Promise<Buffer>;
   /** Puts an object into a bucket, as a seller's own tooling would. */
   putObject: (key: string, body: Buffer, options?: { bucket?: string; contentType?: string }) => Promise<void>;
   /** Parts received for multipart uploads not yet completed (invisible as objects), from the store's directory. */
   uploadedParts: (bucket?: string) => Promise<string[]>;
-  stop: () => Promise<void>;
+  /** Stops the store (SIGTERM, or SIGKILL to stop it dead mid-request). */
+  stop: (signal?: NodeJS.Signals) => Promise<void>;
 };
 
 const OBJECT_SUFFIX = "._S3rver_object";
@@ -31,11 +34,14 @@ const OBJECT_SUFFIX = "._S3rver_object";
  * exactly the production code path; s3rver needs the SDK's default checksums off
  * (S3_CHECKSUMS=when_required), as many S3-compatible stores do.
  */
-export async function startTestS3(): Promise<TestS3> {
-  const directory = await fs.mkdtemp(path.join(os.tmpdir(), "test-s3-"));
+export async function startTestS3({
+  buckets = [TEST_BUCKET, OTHER_BUCKET],
+  directory: given,
+}: { buckets?: string[]; directory?: string } = {}): Promise<TestS3> {
+  const directory = given ?? (await fs.mkdtemp(path.join(os.tmpdir(), "test-s3-")));
   const child = spawn(
     process.execPath,
-    ["--import", "tsx", path.resolve("tests/helpers/s3-server.ts"), directory, TEST_BUCKET, OTHER_BUCKET],
+    ["--import", "tsx", path.resolve("tests/helpers/s3-server.ts"), directory, ...buckets],
     { stdio: ["ignore", "pipe", "inherit"] },
   );
   const port = await new Promise<number>((resolve, reject) => {
@@ -64,6 +70,7 @@ export async function startTestS3(): Promise<TestS3> {
         .map((entry) => entry.slice(0, -OBJECT_SUFFIX.length))
         .sort();
     },
+    objectBytes: (key, bucket = TEST_BUCKET) => fs.readFile(path.join(directory, bucket, key + OBJECT_SUFFIX)),
     putObject: async (
       key,
       body,
@@ -85,14 +92,15 @@ export async function startTestS3(): Promise<TestS3> {
       const entries = await fs.readdir(uploads, { recursive: true }).catch(() => []);
       return entries.filter((entry) => /\/\d+$/.test(entry));
     },
-    stop: async () => {
+    stop: async (signal: NodeJS.Signals = "SIGTERM") => {
       if (child.exitCode === null) {
         await new Promise((resolve) => {
           child.once("exit", resolve);
-          child.kill("SIGTERM");
+          child.kill(signal);
         });
       }
-      await fs.rm(directory, { recursive: true, force: true });
+      // A store restarted on a directory it was given keeps it (a fault test stops it mid-upload and starts it again).
+      if (!given) await fs.rm(directory, { recursive: true, force: true });
     },
   };
 }

@@ -21,7 +21,8 @@ export type TestServer = {
 
 /**
  * Starts the production server the way users do (`scripts/serve.ts start`, i.e. `npm start`)
- * on a free port, against the given database, and waits until `readyPath` answers.
+ * on a free port, against the given database, and waits until `readyPath` answers. `mode: "dev"`
+ * starts the development server instead (`npm run dev`: Next.js compiling on demand, in .next/dev).
  */
 export async function startServer(options: {
   databaseUrl: string;
@@ -30,14 +31,16 @@ export async function startServer(options: {
   readyPath?: string;
   /** Set APP_URL (and so NEXTAUTH_URL) to the server's own address, for e-mailed links. */
   withAppUrl?: boolean;
+  mode?: "start" | "dev";
 }): Promise<TestServer> {
+  const mode = options.mode ?? "start";
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, ["--import", "tsx", path.resolve("scripts/serve.ts"), "start"], {
+  const child = spawn(process.execPath, ["--import", "tsx", path.resolve("scripts/serve.ts"), mode], {
     env: {
       ...process.env,
-      // As `npm start` runs it: the test runner's NODE_ENV=test must not reach the server.
-      NODE_ENV: "production",
+      // As `npm start` (or `npm run dev`) runs it: the test runner's NODE_ENV=test must not reach the server.
+      NODE_ENV: mode === "start" ? "production" : "development",
       DATABASE_URL: options.databaseUrl,
       STORAGE_DIR: options.storageDir,
       AUTH_SECRET: TEST_AUTH_SECRET,
@@ -51,7 +54,13 @@ export async function startServer(options: {
   let output = "";
   child.stdout?.on("data", (chunk) => (output += chunk));
   child.stderr?.on("data", (chunk) => (output += chunk));
-  await waitUntilReady(`${url}${options.readyPath ?? "/api/health"}`, child, () => output);
+  // The development server compiles each route on its first request.
+  await waitUntilReady(
+    `${url}${options.readyPath ?? "/api/health"}`,
+    child,
+    () => output,
+    mode === "dev" ? 180_000 : 60_000,
+  );
   const loggedSoFar = async () => {
     // Lines are written in order: once a request made now is in the output, so is all before it.
     const marker = randomUUID();
@@ -64,8 +73,8 @@ export async function startServer(options: {
   return { url, stop: () => stop(child), output: () => output, loggedSoFar, pid: child.pid };
 }
 
-async function waitUntilReady(url: string, child: ChildProcess, output: () => string): Promise<void> {
-  const deadline = Date.now() + 60_000;
+async function waitUntilReady(url: string, child: ChildProcess, output: () => string, withinMs: number): Promise<void> {
+  const deadline = Date.now() + withinMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`The server exited (${child.exitCode}):\n${output()}`);
     const ok = await fetch(url).then(
@@ -76,7 +85,7 @@ async function waitUntilReady(url: string, child: ChildProcess, output: () => st
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   child.kill("SIGKILL");
-  throw new Error(`The server did not answer ${url} within 60 s:\n${output()}`);
+  throw new Error(`The server did not answer ${url} within ${withinMs / 1000} s:\n${output()}`);
 }
 
 function stop(child: ChildProcess): Promise<void> {

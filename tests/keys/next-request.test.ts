@@ -9,7 +9,7 @@ import { startServer, type TestServer } from "../helpers/server";
 
 /**
  * A list, read, download or preview request is one statement: the key is checked in the same
- * statement as the read (lib/api/route.ts keyInFirstRead), once an instance has seen the key. These
+ * statement as the read (lib/http/keyed-request.ts KeyInFirstRead), once an instance has seen the key. These
  * tests hold that to the contract on two instances of the production server: a key revoked,
  * expired or retired is refused at its very next request on each, whichever endpoint, and a
  * refused key's own error still comes before any other (a bad query, the rate limit).

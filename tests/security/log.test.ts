@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { db } from "../../lib/db/client";
-import { createShareLink } from "../../lib/shares";
+import { createShareLink } from "../../lib/share-links";
 import { listSecurityEvents, securityEventsCsv, type SecurityEventView } from "../../lib/security/log";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../lib/db/client";
-import { createShareLink, listShareLinks, revokeShareLink, shareLinkLabelSchema } from "../../lib/shares";
+import { createShareLink, listShareLinks, revokeShareLink, shareLinkLabelSchema } from "../../lib/share-links";
 import { createTestEnvironment } from "../helpers/database";
 import { buyer, order, type TestEnvironment } from "../helpers/fixtures";
 import { startServer, type TestServer } from "../helpers/server";

@@ -40,7 +40,6 @@ export default async function ApiReferencePage() {
         <MarkdownText className="max-w-2xl text-slate-600">{document.info?.description ?? ""}</MarkdownText>
         <p className="text-sm">
           Machine-readable: {/* A JSON document, not a page: a plain link, never client-side navigation. */}
-          {/* eslint-disable-next-line @next/next/no-html-link-for-pages */}
           <a className={linkClass} href="/api/v1/openapi.json">
             /api/v1/openapi.json
           </a>{" "}

@@ -1,14 +1,16 @@
 import type { Metadata } from "next";
 import { headers } from "next/headers";
 import { OrderFiles, OrderStatusBadge, notDownloadableReason } from "@/components/order-files";
+import { OrderTables } from "@/components/order-tables";
 import { Notice } from "@/components/ui";
-import { preparingRendition } from "@/lib/downloads/browser";
+import { preparingRendition } from "@/lib/http/browser-download";
 import { formatDate } from "@/lib/format";
 import { getOrder } from "@/lib/orders/queries";
 import { CLIENT_IP_HEADER } from "@/lib/security/header";
 import { recordShareOpened } from "@/lib/security/log";
-import { countShareOpened, lookUpShareToken, type ClosedShareLink } from "@/lib/shares";
-import { sharedPreviewAction } from "./preview-action";
+import { countShareOpened, lookUpShareToken, type ClosedShareLink } from "@/lib/share-links";
+import { orderTables } from "@/lib/tables/history";
+import { sharedPreviewAction, sharedTablePreviewAction } from "./preview-action";
 
 /** The tab names the shared order while the link works; the page is never indexed. */
 export async function generateMetadata({ params }: { params: Promise<{ token: string }> }): Promise<Metadata> {
@@ -39,7 +41,10 @@ export default async function SharedOrderPage({
     countShareOpened(shared.linkId),
     recordShareOpened(shared.buyerId, shared.linkId, shared.orderName, ip),
   ]);
-  const order = await getOrder(shared.buyerId, shared.orderId);
+  const [order, tables] = await Promise.all([
+    getOrder(shared.buyerId, shared.orderId),
+    orderTables(shared.buyerId, shared.orderId, 1),
+  ]);
   const query = await searchParams;
   const refused = query.refused !== undefined;
   return (
@@ -66,6 +71,13 @@ export default async function SharedOrderPage({
           <span data-testid="download-refused">Download refused. {notDownloadableReason(order.status)}</span>
         </Notice>
       )}
+      <OrderTables
+        tables={tables}
+        downloadable={order.downloadable}
+        downloadHref={(fileId) => `/share/${encodeURIComponent(token)}/files/${fileId}`}
+        loadPreview={(table) => sharedTablePreviewAction.bind(null, token, table)}
+        history={false}
+      />
       <OrderFiles
         order={order}
         downloadHref={(fileId) => `/share/${encodeURIComponent(token)}/files/${fileId}`}

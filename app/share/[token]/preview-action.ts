@@ -1,7 +1,7 @@
 "use server";
 
-import { browserPreview, type PreviewResult } from "@/lib/downloads/browser";
-import { lookUpShareToken } from "@/lib/shares";
+import { browserPreview, browserTablePreview, type PreviewResult } from "@/lib/http/browser-download";
+import { lookUpShareToken } from "@/lib/share-links";
 
 /**
  * The first rows of a file of a shared order, for the share page's preview: the token is checked
@@ -12,4 +12,12 @@ export async function sharedPreviewAction(token: unknown, fileId: unknown): Prom
   if (!shared?.active) return { ok: false, error: "This share link no longer works. Reload the page to see why." };
   if (typeof fileId !== "string") return { ok: false, error: "No such file here." };
   return browserPreview({ buyerId: shared.buyerId, orderId: shared.orderId, fileId });
+}
+
+/** The first rows of a table of a shared order as of its current version, the token checked again. */
+export async function sharedTablePreviewAction(token: unknown, table: unknown): Promise<PreviewResult> {
+  const shared = typeof token === "string" ? await lookUpShareToken(token) : undefined;
+  if (!shared?.active) return { ok: false, error: "This share link no longer works. Reload the page to see why." };
+  if (typeof table !== "string") return { ok: false, error: "No such table here." };
+  return browserTablePreview({ buyerId: shared.buyerId, orderId: shared.orderId, table });
 }

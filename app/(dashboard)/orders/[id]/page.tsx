@@ -2,23 +2,24 @@ import type { Metadata } from "next";
 import Link from "next/link";
 import { notFound } from "next/navigation";
 import { OrderFiles, OrderStatusBadge, notDownloadableReason } from "@/components/order-files";
+import { OrderTables } from "@/components/order-tables";
 import { Notice, linkClass } from "@/components/ui";
 import { currentBuyer, requireBuyer } from "@/lib/auth/session";
 import { AppError } from "@/lib/errors";
 import { CopyButton } from "@/components/copy-button";
-import { db } from "@/lib/db/client";
-import { preparingRendition } from "@/lib/downloads/browser";
+import { preparingRendition } from "@/lib/http/browser-download";
 import { formatDate, formatRelative } from "@/lib/format";
-import { getOrder } from "@/lib/orders/queries";
-import { listShareLinks, SHARE_LINK_EXPIRY_DAYS } from "@/lib/shares";
-import { previewFileAction } from "./preview-action";
+import { getOrder, orderPageDetails } from "@/lib/orders/queries";
+import { listShareLinks, SHARE_LINK_EXPIRY_DAYS } from "@/lib/share-links";
+import { orderTables } from "@/lib/tables/history";
+import { previewFileAction, previewTableAction } from "./preview-action";
 import { ShareLinks } from "./share-links";
 
 /** The tab names the order, for its owner only (anyone else gets the plain title). */
 export async function generateMetadata({ params }: { params: Promise<{ id: string }> }): Promise<Metadata> {
   const buyer = await currentBuyer().catch(() => undefined);
   const { id } = await params;
-  const order = buyer && (await db().order.findFirst({ where: { id, buyerId: buyer.id }, select: { name: true } }));
+  const order = buyer && (await orderPageDetails(buyer.id, id));
   return { title: order ? order.name : "Order" };
 }
 
@@ -35,9 +36,10 @@ export default async function OrderPage({
     if (error instanceof AppError && error.code === "order_not_found") notFound();
     throw error;
   });
-  const [links, dates] = await Promise.all([
+  const [links, dates, tables] = await Promise.all([
     listShareLinks(buyer.id, order.id),
-    db().order.findFirst({ where: { id: order.id, buyerId: buyer.id }, select: { refundedAt: true } }),
+    orderPageDetails(buyer.id, order.id),
+    orderTables(buyer.id, order.id),
   ]);
   const query = await searchParams;
   const refused = query.refused !== undefined;
@@ -93,6 +95,15 @@ export default async function OrderPage({
           </span>
         </Notice>
       )}
+      <OrderTables
+        tables={tables}
+        downloadable={order.downloadable}
+        downloadHref={(fileId) => `/orders/${order.id}/files/${fileId}`}
+        loadPreview={(table) => previewTableAction.bind(null, order.id, table)}
+        loadChangesPreview={(fileId) => previewFileAction.bind(null, order.id, fileId)}
+        history
+        preparing={preparingRendition(query)}
+      />
       <OrderFiles
         order={order}
         downloadHref={(fileId) => `/orders/${order.id}/files/${fileId}`}

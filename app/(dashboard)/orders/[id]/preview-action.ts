@@ -1,7 +1,7 @@
 "use server";
 
 import { currentBuyer } from "@/lib/auth/session";
-import { browserPreview, type PreviewResult } from "@/lib/downloads/browser";
+import { browserPreview, browserTablePreview, type PreviewResult } from "@/lib/http/browser-download";
 
 /**
  * The first rows of one of the signed-in buyer's files, for the order page's preview. A read, so
@@ -12,4 +12,12 @@ export async function previewFileAction(orderId: unknown, fileId: unknown): Prom
   if (!buyer) return { ok: false, error: "Your session has ended. Sign in again." };
   if (typeof orderId !== "string" || typeof fileId !== "string") return { ok: false, error: "No such file here." };
   return browserPreview({ buyerId: buyer.id, orderId, fileId });
+}
+
+/** The first rows of one of the signed-in buyer's tables as of its current version. */
+export async function previewTableAction(orderId: unknown, table: unknown): Promise<PreviewResult> {
+  const buyer = await currentBuyer();
+  if (!buyer) return { ok: false, error: "Your session has ended. Sign in again." };
+  if (typeof orderId !== "string" || typeof table !== "string") return { ok: false, error: "No such table here." };
+  return browserTablePreview({ buyerId: buyer.id, orderId, table });
 }

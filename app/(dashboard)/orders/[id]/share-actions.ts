@@ -3,7 +3,7 @@
 import { z } from "zod";
 import { buyerAction } from "@/lib/auth/buyer-action";
 import { isTypedId } from "@/lib/ids";
-import { createShareLink, revokeShareLink, shareLinkExpirySchema, shareLinkLabelSchema } from "@/lib/shares";
+import { createShareLink, revokeShareLink, shareLinkExpirySchema, shareLinkLabelSchema } from "@/lib/share-links";
 import { sessionActor } from "@/lib/security/client";
 import { recordSecurityEvent } from "@/lib/security/log";
 import { siteOrigin } from "@/lib/site";

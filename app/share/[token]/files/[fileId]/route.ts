@@ -1,6 +1,6 @@
 import { noStoreRedirect } from "@/lib/api/responses";
-import { browserDownload } from "@/lib/downloads/browser";
-import { countShareDownload, lookUpShareToken } from "@/lib/shares";
+import { browserDownload } from "@/lib/http/browser-download";
+import { countShareDownload, lookUpShareToken } from "@/lib/share-links";
 import { publicOrigin } from "@/lib/site";
 
 /**

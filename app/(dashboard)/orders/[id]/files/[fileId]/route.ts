@@ -1,6 +1,6 @@
 import { noStoreRedirect } from "@/lib/api/responses";
 import { currentBuyer } from "@/lib/auth/session";
-import { browserDownload } from "@/lib/downloads/browser";
+import { browserDownload } from "@/lib/http/browser-download";
 import { publicOrigin } from "@/lib/site";
 
 /**

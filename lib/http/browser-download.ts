@@ -4,7 +4,8 @@ import { downloadTargetFor, filePreview, type Preview } from "../datasets/access
 import { RENDITION_FORMATS, type RenditionFormat } from "../datasets/formats";
 import { AppError } from "../errors";
 import { publicOrigin } from "../site";
-import { downloadUrl } from "./serve";
+import { tablePreview } from "../tables/history";
+import { downloadUrl } from "../downloads/links";
 
 /** What the dashboard or a share page may reach: one file of one of the buyer's orders. */
 type BrowserTarget = { buyerId: string; orderId: string; fileId: string };
@@ -51,12 +52,22 @@ export async function browserDownload(
 export type PreviewResult = ActionResult<{ preview: Preview }>;
 
 /** A file's first rows for a preview in the browser: the API's checks, a refusal as a message to show. */
-export async function browserPreview(target: BrowserTarget): Promise<PreviewResult> {
+export function browserPreview(target: BrowserTarget): Promise<PreviewResult> {
+  return previewResult(() => filePreview(target.buyerId, target.orderId, target.fileId, BROWSER_PREVIEW_ROWS));
+}
+
+/** A table's first rows as of its current version, for a preview in the browser. */
+export function browserTablePreview(target: {
+  buyerId: string;
+  orderId: string;
+  table: string;
+}): Promise<PreviewResult> {
+  return previewResult(() => tablePreview(target.buyerId, target.orderId, target.table, BROWSER_PREVIEW_ROWS));
+}
+
+async function previewResult(read: () => Promise<Preview>): Promise<PreviewResult> {
   try {
-    return {
-      ok: true,
-      preview: await filePreview(target.buyerId, target.orderId, target.fileId, BROWSER_PREVIEW_ROWS),
-    };
+    return { ok: true, preview: await read() };
   } catch (error) {
     if (error instanceof AppError) return { ok: false, error: error.message };
     throw error;

@@ -1,0 +1,329 @@
+import { z } from "zod";
+import { DOWNLOAD_LINK_TTL_SECONDS } from "../contract";
+import { now } from "../clock";
+import { downloadTargetFor, filePreview } from "../datasets/access";
+import { downloadUrl } from "../downloads/links";
+import { exportRun, exportRunPage } from "../exports/api";
+import type { ApiKeyPermission } from "../keys/permissions";
+import { orderJson, orderPageJson } from "../orders/queries";
+import {
+  changesQuerySchema,
+  downloadQuerySchema,
+  filePathSchema,
+  listOrdersQuerySchema,
+  listVersionsQuerySchema,
+  orderPageSchema,
+  orderPathSchema,
+  orderSchema,
+  previewQuerySchema,
+  previewSchema,
+  socialPathSchema,
+  socialProfileQuerySchema,
+  socialProfileSchema,
+  tablePathSchema,
+  tableSchema,
+  versionNumberSchema,
+  versionPageSchema,
+  versionPathSchema,
+  versionSchema,
+} from "../schemas/api";
+import { exportPathSchema, exportRunPageSchema, exportRunSchema, listExportsQuerySchema } from "../schemas/exports";
+import { configuredOrigin, publicOrigin, trustsProxy } from "../site";
+import { allowanceHeaders, parsePlatform, readSocialProfile } from "../social/profiles";
+import { changeFileTarget, tableJson, versionJson, versionPageJson } from "../tables/queries";
+import { buildOpenApiDocument } from "./openapi";
+import type { ApiErrorCode } from "./problem";
+import { apiJson, noStoreRedirect } from "./responses";
+import type { ApiContext } from "./pipeline";
+import type { RouteRequest } from "./node";
+import { parseValue } from "./validation";
+
+/**
+ * THE table of /api/v1: every route is one entry here, and nothing else routes, documents or lists
+ * the API. From it: the production dispatcher and the development catch-all (lib/api/dispatch.ts,
+ * pages/api/v1/[[...path]].ts), the OpenAPI document's paths (lib/api/openapi.ts) and the tests'
+ * list of paths. A route missing here answers 404 `not_found` in every mode.
+ *
+ * An entry: its path template (below /api/v1, `{name}` for a path segment), the permission its key
+ * needs (or `public`), zod schemas of its path parameters, query and answer (the handler reads its
+ * query with `query()`, so what is documented is what is validated), the error codes it may answer
+ * besides the key's (401, 403, 429, 503), and its handler. Every route is read-only: GET, and HEAD
+ * with the same headers. `keyInFirstRead`: see lib/http/keyed-request.ts (the handler's first database work
+ * is a read through `context.sql`).
+ */
+
+type PathParams<P> = P extends z.ZodObject ? { [K in keyof z.input<P>]: string } : Record<string, never>;
+type QueryOf<Q> = Q extends z.ZodType ? z.output<Q> : Record<string, never>;
+
+/** What the route answers when it succeeds: JSON (200) or a redirect to a signed URL (302, or 202 while being made). */
+export type RouteAnswer =
+  { json: z.ZodType; description: string; headers?: Record<string, string> } | { redirect: string; pending?: string };
+
+type RouteSpec<P, Q, Permission> = {
+  operationId: string;
+  path: `/${string}`;
+  permission: Permission;
+  keyInFirstRead?: boolean;
+  summary: string;
+  description?: string;
+  params?: P;
+  query?: Q;
+  answer: RouteAnswer;
+  errors: ApiErrorCode[];
+  /** Served but left out of the OpenAPI document (the document itself). */
+  undocumented?: true;
+  handler: (
+    context: Permission extends "public"
+      ? { request: RouteRequest; requestId: string; params: PathParams<P>; query: () => QueryOf<Q> }
+      : ApiContext<PathParams<P>> & { query: () => QueryOf<Q> },
+  ) => Promise<Response>;
+};
+
+/** An entry of the table, its types erased once checked. */
+export type ApiRoute = Omit<RouteSpec<z.ZodObject | undefined, z.ZodType | undefined, string>, "handler"> & {
+  permission: ApiKeyPermission | "public";
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each entry's handler was checked against its own schemas
+  handler: (context: any) => Promise<Response>;
+};
+
+/** One entry, checked against its own schemas. */
+function route<
+  P extends z.ZodObject | undefined = undefined,
+  Q extends z.ZodType | undefined = undefined,
+  Permission extends ApiKeyPermission | "public" = ApiKeyPermission | "public",
+>(spec: RouteSpec<P, Q, Permission>): ApiRoute {
+  return spec as unknown as ApiRoute;
+}
+
+/** A 302 to a short-lived signed URL for a download target, as a file download answers. */
+async function redirectToDownload(request: RouteRequest, target: Parameters<typeof downloadUrl>[0]) {
+  return noStoreRedirect(await downloadUrl(target, publicOrigin(request)));
+}
+
+const DOWNLOAD_ERRORS: ApiErrorCode[] = ["invalid_request", "order_not_found", "order_not_delivered"];
+
+export const API_ROUTES: readonly ApiRoute[] = [
+  route({
+    operationId: "listOrders",
+    path: "/orders",
+    permission: "datasets:read",
+    keyInFirstRead: true,
+    summary: "List paid orders, newest first",
+    description: "Needs a `datasets:read` key. Continue with `offset=next_offset` until `next_offset` is null.",
+    query: listOrdersQuerySchema,
+    answer: { json: orderPageSchema, description: "A page of orders." },
+    errors: ["invalid_request"],
+    handler: async ({ key, query, sql }) => apiJson(await orderPageJson(key.buyerId, query(), sql)),
+  }),
+  route({
+    operationId: "getOrder",
+    path: "/orders/{id}",
+    permission: "datasets:read",
+    keyInFirstRead: true,
+    summary: "Read one order with its files",
+    params: orderPathSchema,
+    answer: { json: orderSchema, description: "The order." },
+    errors: ["order_not_found"],
+    handler: async ({ key, params, sql }) => apiJson(await orderJson(key.buyerId, params.id, sql)),
+  }),
+  route({
+    operationId: "downloadFile",
+    path: "/orders/{id}/files/{fileId}",
+    permission: "datasets:read",
+    keyInFirstRead: true,
+    summary: "Download a delivered file",
+    description:
+      `Answers 302 to a signed URL valid for ${DOWNLOAD_LINK_TTL_SECONDS / 60} minutes that needs no Authorization header (follow redirects, e.g. \`curl -L\`). ` +
+      "The signed URL serves the bytes with Content-Length, ETag (the sha256) and Range support, and refuses " +
+      "tampered (403) or expired (410) links and orders no longer delivered (409). " +
+      "Where the server stores files in S3-compatible object storage, the redirect goes straight to a presigned URL of " +
+      "the store (same lifetime, same Content-Disposition and type; Range and ETag are the store's, and the ETag is " +
+      "then the store's, not the sha256). That URL is signed for GET only: HEAD works on the server's own links " +
+      "(local storage), not on a presigned URL.",
+    params: filePathSchema,
+    query: downloadQuerySchema,
+    answer: {
+      redirect: "Redirect to the signed download URL (Location header).",
+      pending:
+        "`?format=` asked for a rendition that is being made (code `rendition_pending`): ask again after Retry-After seconds.",
+    },
+    errors: [...DOWNLOAD_ERRORS, "file_not_found", "preview_not_available"],
+    handler: async ({ request, key, params, query, sql }) =>
+      redirectToDownload(request, await downloadTargetFor(key.buyerId, params.id, params.fileId, query().format, sql)),
+  }),
+  route({
+    operationId: "previewFile",
+    path: "/orders/{id}/files/{fileId}/preview",
+    permission: "datasets:read",
+    keyInFirstRead: true,
+    summary: "Read the first rows of a data file",
+    description:
+      "The columns and first rows of a CSV, TSV, JSON, JSON Lines or Parquet file (gzip-compressed text too), as profiled " +
+      "after delivery, and its row count. Same checks as the download; binary files and files whose profile failed " +
+      "or is not done yet answer 404 `preview_not_available`.",
+    params: filePathSchema,
+    query: previewQuerySchema,
+    answer: { json: previewSchema, description: "The first rows." },
+    errors: [...DOWNLOAD_ERRORS, "file_not_found", "preview_not_available"],
+    handler: async ({ key, params, query, sql }) =>
+      apiJson(JSON.stringify(await filePreview(key.buyerId, params.id, params.fileId, query().limit, sql))),
+  }),
+  route({
+    operationId: "getTable",
+    path: "/orders/{id}/tables/{name}",
+    permission: "datasets:read",
+    keyInFirstRead: true,
+    summary: "Read a table of an order, with its current version",
+    params: tablePathSchema,
+    answer: { json: tableSchema, description: "The table." },
+    errors: ["order_not_found", "table_not_found"],
+    handler: async ({ key, params, sql }) => apiJson(await tableJson(key.buyerId, params.id, params.name, sql)),
+  }),
+  route({
+    operationId: "listVersions",
+    path: "/orders/{id}/tables/{name}/versions",
+    permission: "datasets:read",
+    keyInFirstRead: true,
+    summary: "List a table's versions, newest first",
+    description: "Pruned versions are not listed. Continue with `offset=next_offset` until `next_offset` is null.",
+    params: tablePathSchema,
+    query: listVersionsQuerySchema,
+    answer: { json: versionPageSchema, description: "A page of versions." },
+    errors: ["invalid_request", "order_not_found", "table_not_found"],
+    handler: async ({ key, params, query, sql }) =>
+      apiJson(await versionPageJson(key.buyerId, params.id, params.name, query(), sql)),
+  }),
+  route({
+    operationId: "getVersion",
+    path: "/orders/{id}/tables/{name}/versions/{version}",
+    permission: "datasets:read",
+    keyInFirstRead: true,
+    summary: "Read one version of a table, with its parts",
+    params: versionPathSchema,
+    answer: { json: versionSchema, description: "The version." },
+    errors: ["invalid_request", "order_not_found", "table_not_found", "version_not_found"],
+    handler: async ({ key, params, sql }) =>
+      apiJson(
+        await versionJson(
+          key.buyerId,
+          params.id,
+          params.name,
+          parseValue(versionNumberSchema, params.version, "version"),
+          sql,
+        ),
+      ),
+  }),
+  route({
+    operationId: "downloadChanges",
+    path: "/orders/{id}/tables/{name}/versions/{version}/changes",
+    permission: "datasets:read",
+    keyInFirstRead: true,
+    summary: "Download a version's change file",
+    description:
+      "What the version changed against the previous one: the table's columns plus `_change_type` (`insert`, `delete`, " +
+      "`update_preimage`, `update_postimage`). Answers 302 to a signed URL, with the rules of a file download.",
+    params: versionPathSchema,
+    query: changesQuerySchema,
+    answer: {
+      redirect: "Redirect to the signed download URL of the change file (Location header).",
+      pending:
+        "The change file in the asked format is being made (code `rendition_pending`): ask again after Retry-After seconds.",
+    },
+    errors: [...DOWNLOAD_ERRORS, "table_not_found", "version_not_found"],
+    handler: async ({ request, key, params, query, sql }) => {
+      // The path first: a malformed version is a 400 whatever the query says.
+      const version = parseValue(versionNumberSchema, params.version, "version");
+      const { format } = query();
+      return redirectToDownload(
+        request,
+        await changeFileTarget(key.buyerId, params.id, params.name, version, format, sql),
+      );
+    },
+  }),
+  route({
+    operationId: "listExports",
+    path: "/exports",
+    permission: "datasets:read",
+    summary: "List export runs to your own storage, newest first",
+    description: "Continue with `offset=next_offset` until `next_offset` is null.",
+    query: listExportsQuerySchema,
+    answer: { json: exportRunPageSchema, description: "A page of export runs." },
+    errors: ["invalid_request"],
+    handler: async ({ key, query }) => apiJson(JSON.stringify(await exportRunPage(key.buyerId, query()))),
+  }),
+  route({
+    operationId: "getExport",
+    path: "/exports/{id}",
+    permission: "datasets:read",
+    summary: "Read one export run",
+    params: exportPathSchema,
+    answer: { json: exportRunSchema, description: "The export run." },
+    errors: ["export_not_found"],
+    handler: async ({ key, params }) => apiJson(JSON.stringify(await exportRun(key.buyerId, params.id))),
+  }),
+  route({
+    operationId: "getSocialProfile",
+    path: "/scrape/{platform}/profile",
+    permission: "scrape:read",
+    summary: "Read a social profile (Social API)",
+    description:
+      "Needs a `scrape:read` key of an account with Social API access. Every request counts toward the account's " +
+      "rate per minute (`RateLimit` headers, policy `social`); each profile returned uses one read of the monthly " +
+      "allowance (calendar month, UTC), told by the `Social-Allowance-*` headers.",
+    params: socialPathSchema,
+    query: socialProfileQuerySchema,
+    answer: {
+      json: socialProfileSchema,
+      description: "The stored profile.",
+      headers: {
+        "Social-Allowance-Limit": "Profile reads allowed this month.",
+        "Social-Allowance-Remaining": "Profile reads left this month.",
+        "Social-Allowance-Reset": "When the allowance resets (ISO 8601, start of next month UTC).",
+      },
+    },
+    errors: [
+      "invalid_request",
+      "social_access_disabled",
+      "platform_not_supported",
+      "profile_not_found",
+      "social_allowance_exhausted",
+      "social_unavailable",
+    ],
+    handler: async ({ request, key, params, query, social }) => {
+      // The platform first: an unknown one is a 404 whatever the query says.
+      const platform = parsePlatform(params.platform);
+      const { handle } = query();
+      const { body, allowance } = await readSocialProfile({
+        buyerId: key.buyerId,
+        allowance: social!.monthlyAllowance,
+        platform,
+        handle,
+        consume: request.method !== "HEAD",
+        now: now(),
+      });
+      const response = apiJson(JSON.stringify(body));
+      for (const [name, value] of Object.entries(allowanceHeaders(allowance))) response.headers.set(name, value);
+      return response;
+    },
+  }),
+  route({
+    operationId: "getOpenApiDocument",
+    path: "/openapi.json",
+    permission: "public",
+    summary: "This API's OpenAPI 3.1 document",
+    answer: { json: z.unknown(), description: "The document." },
+    errors: [],
+    undocumented: true,
+    handler: async ({ request }) => {
+      // Public: it describes the API, not anybody's data.
+      const headers = new Headers({ "Cache-Control": "public, max-age=300" });
+      // Its `servers` URL follows the host asked for unless APP_URL fixes it: caches must keep one copy per host.
+      if (!configuredOrigin())
+        headers.set("Vary", trustsProxy() ? "Host, X-Forwarded-Host, X-Forwarded-Proto" : "Host");
+      return Response.json(buildOpenApiDocument(`${publicOrigin(request)}/api/v1`), { headers });
+    },
+  }),
+];
+
+/** The documented paths, as the OpenAPI document lists them (for tests and clients). */
+export const API_PATHS: string[] = API_ROUTES.filter((entry) => !entry.undocumented).map((entry) => entry.path);
