@@ -4,10 +4,10 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import pg from "pg";
 import { createBuyer } from "../lib/buyers";
-import { profileStoredFile } from "../lib/datasets/profile";
-import { makeRendition } from "../lib/datasets/renditions";
+import { closeEnginePool } from "../lib/datasets/engine-pool";
 import { disconnectDb } from "../lib/db/client";
 import { closeJobQueue } from "../lib/jobs";
+import { processPendingNow } from "../lib/tables/pipeline";
 import { addOrderFile, createOrder } from "../lib/orders/admin";
 import { formatSpread, spread, benchRounds } from "./lib/interleaved";
 import {
@@ -22,63 +22,82 @@ import {
 } from "./lib/common";
 
 /**
- * Delta Sharing on an order of BENCH_FILES files (default 1,000), against /api/v1 on the same
+ * Delta Sharing on one table of BENCH_PARTS parts (default 1,000), against /api/v1 on the same
  * server, in BENCH_ROUNDS interleaved rounds (default 3), each figure the median of the rounds'
  * ratios with its spread:
- * - listing the order's tables (`GET .../schemas/{order}/tables?maxResults=1000`) against reading
- *   the order with its file list (`GET /api/v1/orders/{id}`), p50 of BENCH_SAMPLES requests each
- *   (default 50), the two kinds alternating;
- * - one table's query (`POST .../query`: protocol, metadata, one signed file URL) against the
- *   same order read, p50;
- * - a whole order the way each client gets every file's URL: the table list and one query per
- *   table, against the order read and one download redirect per file (`GET
- *   /api/v1/orders/{id}/files/{fileId}`, not followed), one request at a time.
- * The buyer is exempt from the rate limit (RATE_LIMIT_EXEMPT_BUYERS); files share one profiled
- * CSV's rows and its Parquet rendition (rows copied in SQL), so the work measured is the server's.
+ * - the table's query (`POST .../query`: protocol, metadata, one signed URL and stats per part)
+ *   against BASELINE (the order's read; `GET /api/v1/orders/{id}/tables/{name}` once that route is
+ *   on main: switch BASELINE), p50 of BENCH_SAMPLES requests each (default 50), alternating;
+ * - a query whose `jsonPredicateHints` match one part's statistics: its p50, and that it answers
+ *   exactly one `file` line;
+ * - listing the order's tables against the same baseline.
+ * The table is made by the real pipeline (one part published, profiled, its Parquet rendition and
+ * its statistics made, version 1), then its part is copied in SQL to BENCH_PARTS parts of that
+ * version sharing the bytes, each copy's statistics given its own id range (part n: ids n*1000 to
+ * n*1000+999), so the work measured is the server's. The buyer is exempt from the rate limit.
  */
-const fileCount = Number(process.env.BENCH_FILES ?? 1000);
+const partCount = Number(process.env.BENCH_PARTS ?? 1000);
 const samples = Number(process.env.BENCH_SAMPLES ?? 50);
 const rounds = benchRounds();
 const workDir = await fs.mkdtemp(path.join(os.tmpdir(), "bench-sharing-"));
+
+/**
+ * The /api/v1 read the query is compared with: "order" (`GET /api/v1/orders/{id}`) until the
+ * table route is on main, then "table" (`GET /api/v1/orders/{id}/tables/{name}`); BENCH_BASELINE=table switches.
+ */
+const BASELINE_READ = (process.env.BENCH_BASELINE ?? "order") as "order" | "table";
+const BASELINE = (orderId: string, table: string) =>
+  BASELINE_READ === "table" ? `/api/v1/orders/${orderId}/tables/${table}` : `/api/v1/orders/${orderId}`;
 
 const databaseUrl = await freshBenchDatabase("dataset_access_bench_sharing");
 process.env.DATABASE_URL = databaseUrl;
 process.env.STORAGE_DIR = path.join(workDir, "storage");
 process.env.DATASET_TEMP_DIR = path.join(workDir, "engine");
 
-log(`an order of ${fileCount} profiled files with Parquet renditions`);
+log(`a table of ${partCount} parts, version 1 made by the pipeline`);
 const buyer = await createBuyer("bench-sharing@example.com");
 const order = await createOrder({ buyerId: buyer.id, name: "Bench sharing", status: "delivered" });
 const rows = Array.from({ length: 1000 }, (_, i) => `${i},Product ${i},${i * 1.5},2026-10-01 08:00:00`);
 const first = await addOrderFile({
   orderId: order.id,
-  name: "products-1.csv",
+  name: "products-0000.csv",
   source: Readable.from([Buffer.from(`id,name,price,listed_at\n${rows.join("\n")}\n`)]),
 });
-await profileStoredFile(first.id, { queueRendition: false });
-if ((await makeRendition(first.id, "parquet")) !== "ready") throw new Error("The Parquet rendition failed");
+await processPendingNow();
+await closeEnginePool();
 await closeJobQueue();
 await disconnectDb();
+const tableName = first.table!;
 
 const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+const made = await pool.query<{ publication_id: string; stats: { minValues: { id: number } } | null }>(
+  `SELECT f.publication_id, r.stats FROM order_files f JOIN file_renditions r ON r.file_id = f.id AND r.format = 'parquet'
+   JOIN table_versions v ON v.publication_id = f.publication_id WHERE f.id = $1`,
+  [first.id],
+);
+if (made.rows[0]?.stats?.minValues.id !== 0) throw new Error("Version 1 or its part's statistics were not made");
 await pool.query(
   `INSERT INTO order_files (order_id, name, size, content_type, sha256, storage_key, format, compression,
-                            profile_status, rows, columns, preview, profiled_at)
-   SELECT order_id, 'products-' || n || '.csv', size, content_type, sha256, storage_key, format, compression,
-          profile_status, rows, columns, preview, profiled_at
-   FROM order_files, generate_series(2, $2::int) AS n WHERE id = $1`,
-  [first.id, fileCount],
+                            profile_status, rows, columns, preview, profiled_at, publication_id)
+   SELECT order_id, 'products-' || lpad(n::text, 4, '0') || '.csv', size, content_type, sha256, storage_key, format,
+          compression, profile_status, rows, columns, preview, profiled_at, publication_id
+   FROM order_files, generate_series(1, $2::int - 1) AS n WHERE id = $1`,
+  [first.id, partCount],
 );
 await pool.query(
-  `INSERT INTO file_renditions (file_id, format, status, storage_key, size, sha256, version)
-   SELECT f.id, r.format, r.status, r.storage_key, r.size, r.sha256, r.version
-   FROM order_files f JOIN file_renditions r ON r.file_id = $1
+  `INSERT INTO file_renditions (file_id, format, status, storage_key, size, sha256, version, stats)
+   SELECT f.id, r.format, r.status, r.storage_key, r.size, r.sha256, r.version,
+          jsonb_set(jsonb_set(r.stats, '{minValues,id}', to_jsonb(n * 1000)), '{maxValues,id}', to_jsonb(n * 1000 + 999))
+   FROM order_files f
+   JOIN file_renditions r ON r.file_id = $1 AND r.format = 'parquet'
+   CROSS JOIN LATERAL (SELECT substring(f.name from 'products-(\\d+)')::int AS n) part
    WHERE f.order_id = $2 AND f.id <> $1`,
   [first.id, order.id],
 );
-const fileIds = (
-  await pool.query<{ id: string }>(`SELECT id FROM order_files WHERE order_id = $1 ORDER BY id`, [order.id])
-).rows.map((row) => row.id);
+await pool.query(`UPDATE table_versions SET rows = $2 WHERE publication_id = $1`, [
+  made.rows[0]!.publication_id,
+  partCount * 1000,
+]);
 const key = (await createBenchKeys(pool, [buyer.id])).get(buyer.id)!;
 await pool.end();
 
@@ -88,111 +107,109 @@ const server = await startAppServer({
   env: { JOBS_WORKER: "off", RATE_LIMIT_EXEMPT_BUYERS: buyer.id },
 });
 const headers = { Authorization: `Bearer ${key}` };
-const table = (fileId: string) => `/api/delta-sharing/shares/orders/schemas/${order.id}/tables/${fileId}`;
+const tablePath = `/api/delta-sharing/shares/orders/schemas/${order.id}/tables/${tableName}`;
 
-/** One request's time in ms, its body read; anything but the expected status stops the run. */
-async function timed(pathAndQuery: string, init: RequestInit = {}, expected = 200): Promise<number> {
+/** One request's time in ms and its body; anything but 200 stops the run. */
+async function timed(pathAndQuery: string, init: RequestInit = {}): Promise<{ ms: number; body: string }> {
   const started = performance.now();
   const response = await fetch(`${server.url}${pathAndQuery}`, { ...init, headers, redirect: "manual" });
-  await response.arrayBuffer();
-  if (response.status !== expected) throw new Error(`${pathAndQuery} answered ${response.status}`);
-  return performance.now() - started;
+  const body = await response.text();
+  if (response.status !== 200) throw new Error(`${pathAndQuery} answered ${response.status}: ${body.slice(0, 200)}`);
+  return { ms: performance.now() - started, body };
 }
+
+/** A hint that matches the statistics of part `n` only. */
+const hintFor = (n: number) =>
+  JSON.stringify({
+    op: "equal",
+    children: [
+      { op: "column", name: "id", valueType: "long" },
+      { op: "literal", value: String(n * 1000 + 500), valueType: "long" },
+    ],
+  });
+const fileLines = (body: string) => body.split("\n").filter((line) => line.startsWith('{"file"')).length;
 
 const requests = {
-  orderRead: () => timed(`/api/v1/orders/${order.id}`),
+  baseline: () => timed(BASELINE(order.id, tableName)),
   listTables: () => timed(`/api/delta-sharing/shares/orders/schemas/${order.id}/tables?maxResults=1000`),
-  query: (fileId: string) => timed(`${table(fileId)}/query`, { method: "POST", body: "{}" }),
+  query: () => timed(`${tablePath}/query`, { method: "POST", body: "{}" }),
+  hinted: (n: number) =>
+    timed(`${tablePath}/query`, { method: "POST", body: JSON.stringify({ jsonPredicateHints: hintFor(n) }) }),
 };
-
-async function wholeOrderShared(): Promise<number> {
-  const started = performance.now();
-  let pageToken = "";
-  let listed = 0;
-  do {
-    const response = await fetch(
-      `${server.url}/api/delta-sharing/shares/orders/schemas/${order.id}/tables?maxResults=1000${pageToken}`,
-      { headers },
-    );
-    const page = (await response.json()) as { items: { name: string }[]; nextPageToken?: string };
-    for (const item of page.items) await requests.query(item.name);
-    listed += page.items.length;
-    pageToken = page.nextPageToken ? `&pageToken=${page.nextPageToken}` : "";
-  } while (pageToken);
-  if (listed !== fileCount) throw new Error(`Listed ${listed} tables, not ${fileCount}`);
-  return performance.now() - started;
-}
-
-async function wholeOrderApi(): Promise<number> {
-  const started = performance.now();
-  const response = await fetch(`${server.url}/api/v1/orders/${order.id}`, { headers });
-  const body = (await response.json()) as { files: { id: string }[] };
-  for (const file of body.files) await timed(`/api/v1/orders/${order.id}/files/${file.id}`, {}, 302);
-  if (body.files.length !== fileCount) throw new Error(`The order read listed ${body.files.length} files`);
-  return performance.now() - started;
-}
 
 const p50 = (values: number[]) =>
   percentile(
     [...values].sort((a, b) => a - b),
     50,
   );
-const perRound: { orderRead: number; listTables: number; query: number; wholeApi: number; wholeShared: number }[] = [];
+const perRound: { baseline: number; listTables: number; query: number; hinted: number }[] = [];
+const hintedLines = new Set<number>();
+let queryLines = 0;
 try {
   // Warm-up: both paths compiled and connected before anything is timed.
-  for (let i = 0; i < 5; i++)
-    await Promise.all([requests.orderRead(), requests.listTables(), requests.query(fileIds[i]!)]);
+  for (let i = 0; i < 5; i++) {
+    await Promise.all([requests.baseline(), requests.listTables(), requests.query(), requests.hinted(i)]);
+  }
+  queryLines = fileLines((await requests.query()).body);
+  if (queryLines !== partCount) throw new Error(`The query answered ${queryLines} file lines, not ${partCount}`);
   for (let round_ = 0; round_ < rounds; round_++) {
-    const times = { orderRead: [] as number[], listTables: [] as number[], query: [] as number[] };
+    const times = {
+      baseline: [] as number[],
+      listTables: [] as number[],
+      query: [] as number[],
+      hinted: [] as number[],
+    };
     for (let i = 0; i < samples; i++) {
-      times.orderRead.push(await requests.orderRead());
-      times.listTables.push(await requests.listTables());
-      times.query.push(await requests.query(fileIds[(round_ * samples + i) % fileIds.length]!));
+      times.baseline.push((await requests.baseline()).ms);
+      times.listTables.push((await requests.listTables()).ms);
+      times.query.push((await requests.query()).ms);
+      const hinted = await requests.hinted((round_ * samples + i) % partCount);
+      hintedLines.add(fileLines(hinted.body));
+      times.hinted.push(hinted.ms);
     }
-    const wholeApi = await wholeOrderApi();
-    const wholeShared = await wholeOrderShared();
     perRound.push({
-      orderRead: p50(times.orderRead),
+      baseline: p50(times.baseline),
       listTables: p50(times.listTables),
       query: p50(times.query),
-      wholeApi,
-      wholeShared,
+      hinted: p50(times.hinted),
     });
+    const last = perRound.at(-1)!;
     log(
-      `round ${round_ + 1}: order read p50 ${round(perRound.at(-1)!.orderRead)} ms, list tables ${round(perRound.at(-1)!.listTables)} ms, ` +
-        `query ${round(perRound.at(-1)!.query)} ms; every file's URL: API ${round(wholeApi)} ms, Delta Sharing ${round(wholeShared)} ms`,
+      `round ${round_ + 1}: baseline p50 ${round(last.baseline)} ms, list tables ${round(last.listTables)} ms, ` +
+        `query ${round(last.query)} ms, hinted query ${round(last.hinted)} ms`,
     );
   }
 } finally {
   await server.stop();
   await fs.rm(workDir, { recursive: true, force: true });
 }
+if (hintedLines.size !== 1 || !hintedLines.has(1)) {
+  throw new Error(`A hinted query answered ${[...hintedLines].join(" or ")} file lines, not 1`);
+}
 
-const listRatio = spread(perRound.map((r) => r.listTables / r.orderRead));
-const queryRatio = spread(perRound.map((r) => r.query / r.orderRead));
-const wholeRatio = spread(perRound.map((r) => r.wholeShared / r.wholeApi));
+const listRatio = spread(perRound.map((r) => r.listTables / r.baseline));
+const queryRatio = spread(perRound.map((r) => r.query / r.baseline));
 const ms = (values: number[]) => round(median(values));
 await report(
   "delta-sharing",
   {
-    files: fileCount,
+    parts: partCount,
     rounds,
     samples_per_round: samples,
+    baseline: BASELINE(":order", ":table"),
     p50_ms: {
-      order_read: ms(perRound.map((r) => r.orderRead)),
+      baseline: ms(perRound.map((r) => r.baseline)),
       list_tables: ms(perRound.map((r) => r.listTables)),
       query: ms(perRound.map((r) => r.query)),
+      hinted_query: ms(perRound.map((r) => r.hinted)),
     },
-    every_file_url_ms: {
-      api: ms(perRound.map((r) => r.wholeApi)),
-      delta_sharing: ms(perRound.map((r) => r.wholeShared)),
-    },
-    list_tables_vs_order_read: listRatio,
-    query_vs_order_read: queryRatio,
-    every_file_url_vs_api: wholeRatio,
+    query_file_lines: queryLines,
+    hinted_query_file_lines: 1,
+    query_vs_baseline: queryRatio,
+    list_tables_vs_baseline: listRatio,
   },
-  `Order of ${fileCount} files, ${rounds} interleaved rounds: list tables p50 ${ms(perRound.map((r) => r.listTables))} ms = ` +
-    `${formatSpread(listRatio)} of the /api/v1 order read's ${ms(perRound.map((r) => r.orderRead))} ms; one table query p50 ` +
-    `${ms(perRound.map((r) => r.query))} ms = ${formatSpread(queryRatio)}; every file's URL via Delta Sharing ` +
-    `${formatSpread(wholeRatio)} of via /api/v1 (order read + one redirect per file).`,
+  `Table of ${partCount} parts, ${rounds} interleaved rounds: query p50 ${ms(perRound.map((r) => r.query))} ms = ` +
+    `${formatSpread(queryRatio)} of ${BASELINE(":order", ":table")} (${ms(perRound.map((r) => r.baseline))} ms); ` +
+    `a jsonPredicateHints query matching one part: 1 file line, p50 ${ms(perRound.map((r) => r.hinted))} ms; ` +
+    `list tables ${formatSpread(listRatio)}.`,
 );

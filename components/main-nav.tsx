@@ -11,6 +11,7 @@ const BUYER_LINKS = [
   { href: "/orders", label: "Orders" },
   { href: "/keys", label: "API keys" },
   { href: "/webhooks", label: "Webhooks" },
+  { href: "/exports", label: "Exports" },
   { href: "/security", label: "Security log" },
 ];
 const PUBLIC_LINKS = [

@@ -2,7 +2,7 @@ import { CopyButton } from "./copy-button";
 import { FilePreview } from "./file-preview";
 import { FileProfile, FORMAT_LABELS } from "./file-profile";
 import { isOwnFormat, RENDITION_FORMATS, type RenditionFormat } from "@/lib/datasets/formats";
-import type { PreviewResult } from "@/lib/downloads/browser";
+import type { PreviewResult } from "@/lib/http/browser-download";
 import { formatBytes, formatDate } from "@/lib/format";
 import type { OrderView } from "@/lib/orders/queries";
 import { Badge, Notice, buttonClass, linkClass } from "./ui";

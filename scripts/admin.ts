@@ -1,5 +1,4 @@
 import { createReadStream, promises as fs } from "node:fs";
-import path from "node:path";
 import { parseArgs } from "node:util";
 import { z } from "zod";
 import { OPERATOR, recordSecurityEvent } from "../lib/security/log";
@@ -9,6 +8,7 @@ import { closeJobQueue } from "../lib/jobs";
 import { prepareDatabase } from "../lib/db/runtime";
 import { AppError } from "../lib/errors";
 import { apiKeyExpiryDaysSchema, apiKeyPermissionSchema, createApiKey, revokeApiKey } from "../lib/keys";
+import { closeEnginePool } from "../lib/datasets/engine-pool";
 import { profileFiles } from "../lib/datasets/profile";
 import {
   addOrderFile,
@@ -17,6 +17,8 @@ import {
   registerStoredObject,
   setOrderStatus,
 } from "../lib/orders/admin";
+import { pruneTable, tableHistory } from "../lib/tables/admin";
+import { publishTable } from "../lib/tables/publish";
 import { migrateLocalFilesToS3, type MigrationProgress } from "../lib/storage/migrate";
 import { orderStatusSchema } from "../lib/orders/status";
 import {
@@ -26,6 +28,10 @@ import {
   setPlatformAvailability,
 } from "../lib/social/admin";
 import { socialPlatformSchema } from "../lib/social/platforms";
+import { DESTINATION_TYPES, EXPORT_FORMATS } from "../lib/exports/config";
+import { createDestination, findDestinationForOperator, testDestination } from "../lib/exports/destinations";
+import { exportNow, waitForRuns } from "../lib/exports/runs";
+import { logToStderr } from "../lib/log";
 import { runMain } from "./run-main";
 
 /**
@@ -64,7 +70,7 @@ const commands: Record<string, Command> = {
   ),
 
   "order:add-file": command(
-    "--order ID (--path FILE | --from s3://BUCKET/KEY) [--name NAME] [--content-type T]",
+    "--order ID (--path FILE | --from s3://BUCKET/KEY) [--name NAME] [--content-type T] [--table NAME]",
     z
       .object({
         order: text,
@@ -72,34 +78,132 @@ const commands: Record<string, Command> = {
         from: text.optional(),
         name: text.optional(),
         "content-type": text.optional(),
+        table: text.optional(),
       })
       .refine((options) => (options.path === undefined) !== (options.from === undefined), {
         message: "give exactly one of --path FILE or --from s3://BUCKET/KEY",
         path: ["path"],
       }),
     async (options) => {
+      const input = {
+        orderId: options.order,
+        name: options.name,
+        contentType: options["content-type"],
+        table: options.table,
+      };
       let file;
       if (options.from !== undefined) {
-        file = await registerStoredObject({
-          orderId: options.order,
-          location: options.from,
-          name: options.name,
-          contentType: options["content-type"],
-        });
+        file = await registerStoredObject({ ...input, location: options.from });
       } else {
         const filePath = options.path!;
         await assertReadableFile(filePath);
-        file = await addOrderFile({
-          orderId: options.order,
-          source: createReadStream(filePath),
-          name: options.name ?? path.basename(filePath),
-          contentType: options["content-type"],
-          signal: interruption.signal,
-        });
+        file = await addOrderFile({ ...input, source: readableFile(filePath), signal: interruption.signal });
       }
       return {
-        json: { id: file.id, name: file.name, size: file.size, sha256: file.sha256, content_type: file.contentType },
-        text: `Added file ${file.id} "${file.name}" (${file.size} bytes, ${file.contentType}, sha256 ${file.sha256})`,
+        json: {
+          id: file.id,
+          name: file.name,
+          size: file.size,
+          sha256: file.sha256,
+          content_type: file.contentType,
+          table: file.table,
+        },
+        text:
+          `Added file ${file.id} "${file.name}" (${file.size} bytes, ${file.contentType}, sha256 ${file.sha256})` +
+          (file.table ? `, published to table ${file.table}` : ""),
+      };
+    },
+  ),
+
+  "table:publish": command(
+    "--order ID --table NAME (--path FILE | --from s3://BUCKET/KEY)... [--mode snapshot|append] [--key COL[,COL...]]",
+    z
+      .object({
+        order: text,
+        table: text,
+        path: z.array(text).optional(),
+        from: z.array(text).optional(),
+        mode: z.enum(["snapshot", "append"]).optional(),
+        key: text.optional(),
+      })
+      .refine((options) => (options.path?.length ?? 0) + (options.from?.length ?? 0) > 0, {
+        message: "give the parts with --path FILE or --from s3://BUCKET/KEY (each may be repeated)",
+        path: ["path"],
+      }),
+    async (options) => {
+      for (const filePath of options.path ?? []) await assertReadableFile(filePath);
+      const published = await publishTable({
+        orderId: options.order,
+        table: options.table,
+        mode: options.mode,
+        key: options.key?.split(","),
+        parts: [
+          ...(options.path ?? []).map((filePath) => ({ source: readableFile(filePath) })),
+          ...(options.from ?? []).map((location) => ({ source: { location } })),
+        ],
+        signal: interruption.signal,
+      });
+      return {
+        json: {
+          table: published.table,
+          publication: published.publication,
+          files: published.files.map(({ id, name, size, sha256 }) => ({ id, name, size, sha256 })),
+        },
+        text:
+          `Published ${published.files.length} part(s) to table ${published.table} as publication ${published.publication}; ` +
+          `it becomes the next version once every part is profiled and checked (table:versions shows it).\n` +
+          published.files
+            .map((file) => `  ${file.id} "${file.name}" (${file.size} bytes, sha256 ${file.sha256})`)
+            .join("\n"),
+      };
+    },
+  ),
+
+  "table:versions": command("--order ID --table NAME", z.object({ order: text, table: text }), async (options) => {
+    const history = await tableHistory(options.order, options.table);
+    const versions = history.versions.map(
+      (version) =>
+        `  v${version.version}  ${version.created_at}  ${version.rows} rows` +
+        (version.changes
+          ? `  +${version.changes.inserted} ~${version.changes.updated} -${version.changes.deleted}`
+          : "") +
+        (version.pruned ? "  (pruned)" : ""),
+    );
+    const publications = history.publications.map(
+      (publication) =>
+        `  ${publication.id}  ${publication.created_at}  ${publication.status}` +
+        (publication.version ? ` (v${publication.version})` : "") +
+        (publication.error ? `: ${publication.error}` : ""),
+    );
+    return {
+      json: {
+        versions: history.versions.map(({ version, created_at, rows, changes }) => ({
+          version,
+          created_at,
+          rows,
+          changes,
+        })),
+        publications: history.publications.map(({ id, status, error, created_at }) => ({
+          id,
+          status,
+          error,
+          created_at,
+        })),
+      },
+      text: `Versions of ${options.table}:\n${versions.join("\n") || "  (none yet)"}\nPublications:\n${publications.join("\n")}`,
+    };
+  }),
+
+  "table:prune": command(
+    "--order ID --table NAME --keep N",
+    z.object({ order: text, table: text, keep: wholeNumber.min(1) }),
+    async (options) => {
+      const report = await pruneTable(options.order, options.table, options.keep);
+      return {
+        json: report,
+        text: report.pruned.length
+          ? `Pruned versions ${report.pruned.join(", ")} of ${options.table}: ${report.files_deleted} files, ${report.bytes_deleted} bytes deleted; kept ${report.kept.join(", ")}.`
+          : `Nothing to prune: ${options.table} has ${report.kept.length} version(s).`,
       };
     },
   ),
@@ -112,10 +216,18 @@ const commands: Record<string, Command> = {
     async ({ order, all }) => {
       if (order) await findOrderForOperator(order);
       const run = await profileFiles(all ? "all" : { orderId: order! });
-      return {
+      const errors = run.errors.map(({ file_id, reason }) => `  ${file_id}: ${reason}`);
+      const output = {
         json: run,
-        text: `Profiled ${run.profiled} files; ${run.failed} could not be read (see their profile_error); ${run.skipped} skipped (binary or already profiled).`,
+        text:
+          `Profiled ${run.profiled} files; ${run.failed} could not be read (see their profile_error); ${run.skipped} skipped (binary or already profiled).` +
+          (errors.length
+            ? `\n${errors.length} could not be profiled now (run again later):\n${errors.join("\n")}`
+            : ""),
       };
+      // Every file was tried; the ones that could not be are reported, and the exit code says so.
+      if (errors.length > 0) throw new PartialFailure(output);
+      return output;
     },
   ),
 
@@ -262,6 +374,76 @@ const commands: Record<string, Command> = {
       };
     },
   ),
+
+  "export:destination": command(
+    "--email E --name N --type s3|azure|sftp --config FILE.json [--orders all|ID,ID] [--format original|parquet|csv|jsonl] [--template T]",
+    z.object({
+      email: text,
+      name: text,
+      type: z.enum(DESTINATION_TYPES),
+      config: text,
+      orders: text.optional(),
+      format: z.enum(EXPORT_FORMATS).optional(),
+      template: text.optional(),
+    }),
+    async (options) => {
+      const buyer = await findBuyerByEmail(options.email);
+      await assertReadableFile(options.config);
+      // The file holds secrets: it is parsed here and never echoed, not even in an error.
+      let fields: unknown;
+      try {
+        fields = JSON.parse(await fs.readFile(options.config, "utf8"));
+      } catch {
+        throw new AppError("invalid_argument", `${options.config} is not a JSON file.`);
+      }
+      if (typeof fields !== "object" || fields === null || Array.isArray(fields)) {
+        throw new AppError(
+          "invalid_argument",
+          `${options.config} must hold one JSON object of the ${options.type} settings.`,
+        );
+      }
+      const destination = await createDestination(
+        buyer.id,
+        {
+          name: options.name,
+          type: options.type,
+          fields: fields as Record<string, unknown>,
+          orders:
+            !options.orders || options.orders === "all" ? "all" : options.orders.split(",").map((id) => id.trim()),
+          format: options.format,
+          template: options.template,
+        },
+        OPERATOR,
+      );
+      return { json: { id: destination.id }, text: `Created export destination ${destination.id} for ${buyer.email}` };
+    },
+  ),
+
+  "export:test": command("--destination ID", z.object({ destination: text }), async (options) => {
+    const destination = await findDestinationForOperator(options.destination);
+    const result = await testDestination(destination, OPERATOR);
+    const output = { json: result, text: `${result.ok ? "OK" : "FAILED"}: ${result.message}` };
+    if (!result.ok) throw new PartialFailure(output);
+    return output;
+  }),
+
+  "export:run": command(
+    "--order ID [--destination ID] [--wait]",
+    z.object({ order: text, destination: text.optional(), wait: z.boolean().optional() }),
+    async (options) => {
+      const runs = await exportNow({ orderId: options.order, destinationId: options.destination });
+      const shown = options.wait ? await waitForRuns(runs.map((run) => run.id)) : runs;
+      return {
+        json: { runs: shown },
+        text: shown
+          .map(
+            (run) =>
+              `${run.id} to “${run.destination.name}”: ${run.state}, ${run.files} files, ${run.bytes} bytes${run.error ? ` (${run.error})` : ""}`,
+          )
+          .join("\n"),
+      };
+    },
+  ),
 };
 
 function command<S extends z.ZodObject>(
@@ -283,6 +465,12 @@ function isFlag(schema: z.ZodType | undefined): boolean {
   return inner instanceof z.ZodBoolean;
 }
 
+/** An option given as often as needed (`--path A --path B`). */
+function isRepeatable(schema: z.ZodType | undefined): boolean {
+  const inner = schema instanceof z.ZodOptional ? schema.unwrap() : schema;
+  return inner instanceof z.ZodArray;
+}
+
 /** A progress line on a terminal, rewritten in place. */
 function progressLine() {
   const gb = (bytes: number) => `${(bytes / 1e9).toFixed(2)} GB`;
@@ -299,6 +487,9 @@ class PartialFailure extends Error {
     super("some input was refused");
   }
 }
+
+/** A part read from a path: opened when stored, and again to compare with what an earlier, killed run stored. */
+const readableFile = (filePath: string) => ({ path: filePath, open: () => createReadStream(filePath) });
 
 async function assertReadableFile(filePath: string): Promise<void> {
   const stat = await fs.stat(filePath).catch(() => null);
@@ -339,7 +530,9 @@ async function main(argv: string[]): Promise<number> {
       options: Object.fromEntries([
         ...optionNames.map((option) => [
           option,
-          { type: isFlag(definition.options.shape[option]) ? "boolean" : "string" },
+          isFlag(definition.options.shape[option])
+            ? { type: "boolean" }
+            : { type: "string", multiple: isRepeatable(definition.options.shape[option]) },
         ]),
         ["json", { type: "boolean" }],
       ]),
@@ -382,9 +575,11 @@ async function main(argv: string[]): Promise<number> {
     return fail("internal_error", `Unexpected failure: ${(error as Error).message}`);
   } finally {
     await closeJobQueue();
+    await closeEnginePool();
     await disconnectDb();
     await database?.stop();
   }
 }
 
+logToStderr();
 await runMain(() => main(process.argv.slice(2)));

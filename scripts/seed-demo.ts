@@ -3,10 +3,10 @@ import { Readable } from "node:stream";
 import { createBuyer } from "../lib/buyers";
 import { db } from "../lib/db/client";
 import { DEMO_EMAIL } from "../lib/docs/examples";
-import { closeDatasetEngine } from "../lib/datasets/engine";
-import { profileStoredFile } from "../lib/datasets/profile";
-import { makeRendition } from "../lib/datasets/renditions";
+import { closeEnginePool } from "../lib/datasets/engine-pool";
 import { addOrderFile, createOrder } from "../lib/orders/admin";
+import { processPendingNow } from "../lib/tables/pipeline";
+import { publishTable } from "../lib/tables/publish";
 import type { OrderStatus } from "../lib/orders/status";
 import { enableSocialAccess, importSocialProfiles } from "../lib/social/admin";
 
@@ -55,10 +55,77 @@ const DEMO_ORDERS: DemoOrder[] = [
   { name: "Weekly job postings, DACH", status: "unfinished", daysAgo: 2, files: [] },
 ];
 
+/** The demo's refreshed table: a weekly price list, keyed by sku, three versions apart. */
+const PRICES_TABLE = "weekly_prices";
+const PRICE_WEEKS = 3;
+
+function weeklyPrices(week: number): string {
+  // Each week a few prices move, a product is dropped and new ones are listed.
+  const rows = [];
+  for (let i = 1; i <= 60 + week * 5; i++) {
+    if (week >= 2 && i % 17 === 0) continue;
+    const moved = week >= 2 && i % 9 === week;
+    rows.push(`SKU-${1000 + i},Product ${i},${(i * 1.37 + (moved ? week : 0)).toFixed(2)},${i % 13 !== week}`);
+  }
+  return `sku,title,price_eur,in_stock\n${rows.join("\n")}\n`;
+}
+
+/** When the price list's version was made: version 1 with the order's delivery, then one a week. */
+function priceWeekDate(deliveredAt: Date, version: number): Date {
+  return new Date(deliveredAt.getTime() + (version - 1) * 7 * DAY);
+}
+
+/** Publishes the three weeks of the demo's price list to its delivered order, one version each. */
+async function publishRefreshedTable(buyerId: string): Promise<void> {
+  const order = await db().order.findFirstOrThrow({
+    where: { buyerId, status: "delivered" },
+    select: { id: true, deliveredAt: true },
+  });
+  for (let week = 1; week <= PRICE_WEEKS; week++) {
+    const day = priceWeekDate(order.deliveredAt!, week).toISOString().slice(0, 10);
+    await publishTable({
+      orderId: order.id,
+      table: PRICES_TABLE,
+      key: week === 1 ? ["sku"] : undefined,
+      parts: [
+        { name: `weekly-prices-${day}.csv`, source: { stream: Readable.from([Buffer.from(weeklyPrices(week))]) } },
+      ],
+    });
+  }
+}
+
+/**
+ * Dates every version of the demo like its files: the delivered files' tables as made on delivery, the price
+ * list's versions a week apart from it, each change file with its version.
+ */
+async function dateVersions(buyerId: string): Promise<void> {
+  const versions = await db().tableVersion.findMany({
+    where: { table: { order: { buyerId } } },
+    select: {
+      tableId: true,
+      version: true,
+      publicationId: true,
+      changeFileId: true,
+      table: { select: { name: true, order: { select: { deliveredAt: true, paidAt: true } } } },
+    },
+  });
+  for (const { tableId, version, publicationId, changeFileId, table } of versions) {
+    const deliveredAt = table.order.deliveredAt ?? new Date(table.order.paidAt.getTime() + DAY);
+    const at = table.name === PRICES_TABLE ? priceWeekDate(deliveredAt, version) : deliveredAt;
+    await db().tableVersion.update({ where: { tableId_version: { tableId, version } }, data: { createdAt: at } });
+    await db().tablePublication.update({ where: { id: publicationId }, data: { createdAt: at, finishedAt: at } });
+    await db().orderFile.updateMany({
+      where: { OR: [{ publicationId }, ...(changeFileId ? [{ id: changeFileId }] : [])] },
+      data: { createdAt: at },
+    });
+  }
+}
+
 /**
  * Loads the demo: one buyer (demo@example.com) with a delivered, a refunded and an unfinished
- * order carrying small real files, Social API access and a few profiles. Skipped if the demo
- * buyer already has orders, so it is safe to run twice.
+ * order carrying small real files (each data file a table of its own, plus a weekly price list
+ * refreshed as three versions, with their change files), Social API access and a few profiles.
+ * Skipped if the demo buyer already has orders, so it is safe to run twice.
  */
 export async function seedDemo(log: (message: string) => void = console.log): Promise<void> {
   const buyer = await createBuyer(DEMO_EMAIL);
@@ -84,14 +151,12 @@ export async function seedDemo(log: (message: string) => void = console.log): Pr
       },
     });
   }
-  // Profiled and made into Parquet now, so the demo's previews, renditions and the API reference's
-  // examples are there, final, from the first page.
-  const files = await db().orderFile.findMany({ where: { order: { buyerId: buyer.id } }, select: { id: true } });
-  for (const file of files) {
-    if ((await profileStoredFile(file.id, { queueRendition: false })) === "ready")
-      await makeRendition(file.id, "parquet");
-  }
-  await closeDatasetEngine();
+  await publishRefreshedTable(buyer.id);
+  // Profiled, made into Parquet and into versions now, so the demo's previews, renditions, tables and
+  // the API reference's examples are there, final, from the first page.
+  await processPendingNow();
+  await dateVersions(buyer.id);
+  await closeEnginePool();
   await enableSocialAccess(buyer.id, 1000, 30);
   const report = await importSocialProfiles(path.resolve("prisma/seed/social-profiles.ndjson"));
   log(`Demo data loaded: buyer ${DEMO_EMAIL}, ${DEMO_ORDERS.length} orders, ${report.imported} social profiles.`);

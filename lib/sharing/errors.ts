@@ -1,6 +1,5 @@
-import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from "../api/problem";
 import { AppError, type ErrorCode } from "../errors";
-import { errorFields, logger } from "../log";
+import { unexpectedError } from "../http/unexpected-error";
 
 /**
  * Errors of the Delta Sharing routes in the protocol's shape, `{errorCode, message}` (PROTOCOL.md;
@@ -41,21 +40,15 @@ export function sharingErrorResponse(
     body = { errorCode: known.errorCode, message: error.message };
     for (const [name, value] of Object.entries(error.headers)) responseHeaders.set(name, value);
     if (status === 401) responseHeaders.set("WWW-Authenticate", 'Bearer realm="delta-sharing"');
-  } else if (isDatabaseUnavailable(error)) {
-    logger().error({ request_id: requestId, ...errorFields(error) }, "database unavailable");
-    status = 503;
-    body = {
-      errorCode: "TEMPORARILY_UNAVAILABLE",
-      message: `The service cannot reach its database right now. Retry after ${DATABASE_RETRY_AFTER_SECONDS} seconds.`,
-    };
-    responseHeaders.set("Retry-After", String(DATABASE_RETRY_AFTER_SECONDS));
   } else {
-    logger().error({ request_id: requestId, err: error }, "unexpected error");
-    status = 500;
+    const unexpected = unexpectedError(error, requestId);
+    status = unexpected.status;
     body = {
-      errorCode: "INTERNAL_ERROR",
-      message: `Something went wrong on our side. Quote request id ${requestId} if you contact support.`,
+      errorCode: unexpected.kind === "unavailable" ? "TEMPORARILY_UNAVAILABLE" : "INTERNAL_ERROR",
+      message: unexpected.message,
     };
+    if (unexpected.retryAfterSeconds !== undefined)
+      responseHeaders.set("Retry-After", String(unexpected.retryAfterSeconds));
   }
   responseHeaders.set("Content-Type", "application/json; charset=utf-8");
   responseHeaders.set("Cache-Control", "no-store");

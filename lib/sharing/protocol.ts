@@ -1,19 +1,47 @@
+import { createHash } from "node:crypto";
 import { z } from "zod";
 import { sparkSchemaString } from "../datasets/spark-schema";
 import { renditionDownloadId } from "../datasets/access";
-import { downloadUrl } from "../downloads/serve";
+import { RENDITION_CONTENT_TYPES, renditionName } from "../datasets/formats";
+import { downloadUrl } from "../downloads/links";
 import { DOWNLOAD_LINK_TTL_SECONDS } from "../contract";
 import { AppError } from "../errors";
 import { isTypedId } from "../ids";
-import { sharedSchema, sharedSchemas, sharedTable, sharedTables, type SharedTable } from "./catalog";
+import { TABLE_NAME_PATTERN } from "../tables/names";
+import {
+  sharedChangeFiles,
+  sharedParts,
+  sharedSchema,
+  sharedSchemas,
+  sharedTable,
+  sharedTables,
+  sharedVersion,
+  sharedVersions,
+  type SharedPart,
+  type SharedTable,
+  type VersionDetail,
+} from "./catalog";
 import { notShared } from "./errors";
+import { parsePredicate, partMayMatch } from "./predicates";
+import {
+  changeRange,
+  keptVersion,
+  parseTimestamp,
+  versionAsOf,
+  versionAtOrAfter,
+  versionNumber,
+  versionRange,
+} from "./history";
 
 /**
  * The Delta Sharing protocol's answers (PROTOCOL.md of delta-io/delta-sharing) over a buyer's
  * orders: one share, `orders`; one schema per delivered order, named by its id; one table per
- * profiled file with a ready Parquet rendition, named by the file's id, each table one Parquet
- * file. Responses are in the protocol's `parquet` format; history (versions, timestamps, change
- * data feed) is not shared. Names are case-insensitive, as the protocol says.
+ * table of that order with a version (contract Part 4), named by the table's name. A table's
+ * version is its current version; its files are the parts of that version (an append table's: of
+ * every kept version up to it), each its Parquet rendition, with per-file statistics. History is
+ * shared: queries by `version`, `timestamp` and `startingVersion` (`add` and `remove` lines), the
+ * version at a timestamp, and the change data feed (one `cdf` line per version: its change file).
+ * Responses are in the protocol's `parquet` format. Names are case-insensitive, as the protocol says.
  */
 
 export const SHARE_NAME = "orders";
@@ -51,8 +79,16 @@ const ndjson = (lines: unknown[], version: number, headers: Record<string, strin
 // ---------------------------------------------------------------------------------------------
 // Lists and their pages
 
-/** A page token names the list it belongs to and the last key it gave; anything else is refused. */
-const pageTokenSchema = z.object({ list: z.string(), order: z.string(), file: z.string() });
+/**
+ * A page token names the list it belongs to and the last key it gave (ids, or empty before the
+ * first); anything else is refused: a token is the client's input, and its positions go into SQL.
+ */
+const pageTokenSchema = z.object({
+  list: z.string().max(100),
+  // The share list's position is the share's name.
+  order: z.string().refine((value) => value === "" || value === SHARE_NAME || isTypedId("ord", value)),
+  table: z.string().refine((value) => value === "" || TABLE_NAME_PATTERN.test(value)),
+});
 type PagePosition = z.infer<typeof pageTokenSchema>;
 
 const encodePageToken = (position: PagePosition) => Buffer.from(JSON.stringify(position)).toString("base64url");
@@ -67,7 +103,7 @@ function pageOf(search: URLSearchParams, list: string): { maxResults: number; af
     );
   }
   const token = search.get("pageToken");
-  if (!token) return { maxResults, after: { list, order: "", file: "" } };
+  if (!token) return { maxResults, after: { list, order: "", table: "" } };
   let position: PagePosition | undefined;
   try {
     position = pageTokenSchema.parse(JSON.parse(Buffer.from(token, "base64url").toString("utf8")));
@@ -105,7 +141,7 @@ function shareOf(params: Record<string, string>): string {
 const shareItem = {
   name: SHARE_NAME,
   displayName: "Orders",
-  comment: "Your delivered dataset orders: one schema per order, one table per data file.",
+  comment: "Your delivered dataset orders: one schema per order, one table per table of the order.",
 };
 
 export const listShares: SharingHandler = async ({ search }) => {
@@ -113,7 +149,7 @@ export const listShares: SharingHandler = async ({ search }) => {
     search,
     "shares",
     async (after, limit) => (after.order < SHARE_NAME ? [shareItem].slice(0, limit) : []),
-    () => ({ list: "shares", order: SHARE_NAME, file: "" }),
+    () => ({ list: "shares", order: SHARE_NAME, table: "" }),
   );
   return json(result);
 };
@@ -129,7 +165,7 @@ export const listSchemas: SharingHandler = async ({ buyerId, params, search }) =
     search,
     `schemas`,
     (after, limit) => sharedSchemas(buyerId, after.order, limit),
-    (schema) => ({ list: "schemas", order: schema.orderId, file: "" }),
+    (schema) => ({ list: "schemas", order: schema.orderId, table: "" }),
   );
   // `comment` is not in the protocol's schema object; clients ignore what they do not know.
   return json({
@@ -154,17 +190,16 @@ async function tablePage(buyerId: string, orderId: string | null, search: URLSea
   const { items, nextPageToken } = await page(
     search,
     list,
-    (after, limit) => sharedTables(buyerId, orderId, { orderId: after.order, fileId: after.file }, limit),
-    (table) => ({ list, order: table.orderId, file: table.fileId }),
+    (after, limit) => sharedTables(buyerId, orderId, { orderId: after.order, name: after.table }, limit),
+    (table) => ({ list, order: table.orderId, table: table.name }),
   );
   return {
     items: items.map((table) => ({
-      name: table.fileId,
+      name: table.name,
       schema: table.orderId,
       share: SHARE_NAME,
-      id: table.fileId,
+      id: table.tableId,
       accessModes: ["url"],
-      comment: table.fileName,
     })),
     nextPageToken,
   };
@@ -181,31 +216,75 @@ const schemaId = (name: string | undefined) => {
 async function tableOf(buyerId: string, params: Record<string, string>): Promise<SharedTable> {
   shareOf(params);
   const orderId = schemaId(params.schema);
-  const fileId = params.table?.toLowerCase();
-  const table = orderId && isTypedId("fil", fileId) ? await sharedTable(buyerId, orderId, fileId) : undefined;
+  const name = params.table?.toLowerCase();
+  const table =
+    orderId && name && TABLE_NAME_PATTERN.test(name) ? await sharedTable(buyerId, orderId, name) : undefined;
   if (!table) throw notShared(`Table '${SHARE_NAME}.${params.schema}.${params.table}'`);
   return table;
 }
 
-function unsupported(message: string): AppError {
-  return new AppError("sharing_unsupported", message);
+/** A version read from the table, with its columns (the table's versions are its own: never missing here). */
+async function detailOf(buyerId: string, table: SharedTable, version: number): Promise<VersionDetail> {
+  const detail = await sharedVersion(buyerId, table.tableId, version);
+  if (!detail) throw notShared(`Table '${SHARE_NAME}.${table.orderId}.${table.name}'`);
+  return detail;
 }
 
-const NO_HISTORY =
-  "is not supported: this server shares each table's current version only (no history, no change data feed).";
+/** The data files of `version`: its parts, or for an append table the parts of every kept version up to it. */
+function filesOf(
+  buyerId: string,
+  table: SharedTable,
+  versions: { version: number; pruned: boolean }[],
+  version: number,
+) {
+  const wanted =
+    table.mode === "append"
+      ? versions.filter((one) => one.version <= version && !one.pruned).map((one) => one.version)
+      : [version];
+  return sharedParts(buyerId, table.tableId, wanted);
+}
 
 export const tableVersion: SharingHandler = async ({ buyerId, params, search }) => {
   const table = await tableOf(buyerId, params);
-  if (search.has("startingTimestamp")) throw unsupported(`startingTimestamp ${NO_HISTORY}`);
-  return new Response(null, { headers: { "Delta-Table-Version": String(table.version), "Cache-Control": "no-store" } });
+  let version = table.currentVersion;
+  const startingTimestamp = search.get("startingTimestamp");
+  if (startingTimestamp !== null) {
+    const versions = await sharedVersions(buyerId, table.tableId);
+    version = versionAtOrAfter(versions, parseTimestamp("startingTimestamp", startingTimestamp)).version;
+  }
+  return new Response(null, { headers: { "Delta-Table-Version": String(version), "Cache-Control": "no-store" } });
 };
+
+/** `version` or `timestamp` (at most one) of a metadata request or a query, as a kept version; undefined for the current one. */
+async function asOf(
+  buyerId: string,
+  table: SharedTable,
+  given: { version?: number; timestamp?: string },
+): Promise<number | undefined> {
+  if (given.version !== undefined && given.timestamp !== undefined) {
+    throw new AppError("invalid_request", "Give one of version and timestamp, not both.");
+  }
+  if (given.version === undefined && given.timestamp === undefined) return undefined;
+  const versions = await sharedVersions(buyerId, table.tableId);
+  if (given.version !== undefined) return keptVersion(versions, given.version).version;
+  return versionAsOf(versions, parseTimestamp("timestamp", given.timestamp!)).version;
+}
 
 export const tableMetadata: SharingHandler = async ({ buyerId, params, search, headers }) => {
   const table = await tableOf(buyerId, params);
   const capabilities = responseCapabilities(headers);
-  if (search.has("version") || search.has("timestamp"))
-    throw unsupported(`Metadata as of a version or timestamp ${NO_HISTORY}`);
-  return ndjson([PROTOCOL_LINE, metadataLine(table)], table.version, capabilities);
+  const rawVersion = search.get("version");
+  const asked = await asOf(buyerId, table, {
+    version: rawVersion === null ? undefined : versionNumber("version", rawVersion),
+    timestamp: search.get("timestamp") ?? undefined,
+  });
+  const version = asked ?? table.currentVersion;
+  const [detail, versions] = await Promise.all([
+    detailOf(buyerId, table, version),
+    table.mode === "append" ? sharedVersions(buyerId, table.tableId) : [{ version, pruned: false }],
+  ]);
+  const parts = await filesOf(buyerId, table, versions, version);
+  return ndjson([PROTOCOL_LINE, metadataLine(table, detail, parts, asked !== undefined)], version, capabilities);
 };
 
 /** The body of a query: every field optional; fields this server does not know are ignored. */
@@ -233,61 +312,205 @@ export const queryTable: SharingHandler = async ({ buyerId, params, headers, bod
   const query = parsed.data;
   const table = await tableOf(buyerId, params);
   const capabilities = responseCapabilities(headers);
-  if (query.startingVersion !== undefined || query.endingVersion !== undefined)
-    throw unsupported(`A query with startingVersion ${NO_HISTORY}`);
-  if (query.timestamp !== undefined) throw unsupported(`A query as of a timestamp ${NO_HISTORY}`);
-  if (query.version !== undefined && query.version !== table.version)
-    throw unsupported(`Version ${query.version} ${NO_HISTORY} The current version is ${table.version}.`);
+  const fileIdHash = fileIdHashHeader(headers);
+  const given = [query.version, query.timestamp, query.startingVersion].filter((value) => value !== undefined);
+  if (given.length > 1) {
+    throw new AppError("invalid_request", "Give at most one of version, timestamp and startingVersion.");
+  }
+  if (query.startingVersion !== undefined) {
+    return changesSince(buyerId, table, query.startingVersion, query.endingVersion, origin, {
+      ...capabilities,
+      ...fileIdHash,
+    });
+  }
 
-  const lines: unknown[] = [PROTOCOL_LINE, metadataLine(table)];
-  // Each table is one file: the only cheap use of limitHint is knowing that no row is wanted.
-  if (query.limitHint !== 0) lines.push({ file: await fileLine(table, origin, headers) });
-  return ndjson(lines, table.version, { ...capabilities, ...fileIdHashHeader(headers) });
+  const asked = await asOf(buyerId, table, { version: query.version, timestamp: query.timestamp });
+  const version = asked ?? table.currentVersion;
+  const versions =
+    table.mode === "append" ? await sharedVersions(buyerId, table.tableId) : [{ version, pruned: false }];
+  const [detail, parts] = await Promise.all([
+    detailOf(buyerId, table, version),
+    filesOf(buyerId, table, versions, version),
+  ]);
+  const lines: unknown[] = [PROTOCOL_LINE, metadataLine(table, detail, parts, asked !== undefined)];
+  const now = new Date();
+  const stamp = asked === undefined ? {} : { version, timestamp: detail.createdAt.getTime() };
+  for (const part of selectParts(parts, detail, query)) {
+    lines.push({ file: { ...(await fileAction(part, origin, now)), ...stamp } });
+  }
+  return ndjson(lines, version, { ...capabilities, ...fileIdHash });
 };
 
-export const tableChanges: SharingHandler = async ({ buyerId, params }) => {
-  await tableOf(buyerId, params);
-  throw unsupported(`Reading the change data feed ${NO_HISTORY}`);
+/**
+ * The parts a snapshot query answers with: those whose statistics may hold a row the
+ * `jsonPredicateHints` keep (`predicateHints`, SQL text, are not applied), then, without hints, only
+ * as many as hold `limitHint` rows. Both are hints: the client filters and limits the rows again.
+ */
+function selectParts(
+  parts: SharedPart[],
+  detail: VersionDetail,
+  query: { jsonPredicateHints?: string; predicateHints?: string[]; limitHint?: number },
+): SharedPart[] {
+  const predicate = parsePredicate(query.jsonPredicateHints);
+  const kept = predicate
+    ? parts.filter((part) => partMayMatch(predicate, { numRecords: part.rows, stats: part.stats }, detail.columns))
+    : parts;
+  if (query.limitHint === undefined || query.jsonPredicateHints || query.predicateHints?.length) return kept;
+  const limited: SharedPart[] = [];
+  let rows = 0;
+  for (const part of kept) {
+    if (rows >= query.limitHint) break;
+    limited.push(part);
+    rows += part.rows;
+  }
+  return limited;
+}
+
+/**
+ * A query with `startingVersion` (and `endingVersion`): each version's data changes as the
+ * protocol's example has them, with `version` and `timestamp`: an `add` per part of the version and,
+ * for a snapshot table, a `remove` per part of the version before it (the version replaced it).
+ * Delta-Table-Version is the starting version. A snapshot version whose previous version was pruned
+ * cannot say what it removed, so a range cannot start there.
+ */
+async function changesSince(
+  buyerId: string,
+  table: SharedTable,
+  startingVersion: number,
+  endingVersion: number | undefined,
+  origin: string,
+  headers: Record<string, string>,
+): Promise<Response> {
+  const versions = await sharedVersions(buyerId, table.tableId);
+  const range = versionRange(versions, startingVersion, endingVersion);
+  const replaces = table.mode === "snapshot" && range.start.version > 1;
+  if (replaces) keptVersion(versions, range.start.version - 1);
+  const numbers = range.versions.map((version) => version.version);
+  const [detail, parts] = await Promise.all([
+    detailOf(buyerId, table, range.end.version),
+    sharedParts(buyerId, table.tableId, replaces ? [range.start.version - 1, ...numbers] : numbers),
+  ]);
+  const byVersion = new Map<number, SharedPart[]>();
+  for (const part of parts) byVersion.set(part.version, [...(byVersion.get(part.version) ?? []), part]);
+  const lines: unknown[] = [PROTOCOL_LINE, metadataLine(table, detail, byVersion.get(range.end.version) ?? [], false)];
+  const now = new Date();
+  for (const version of range.versions) {
+    const stamp = { timestamp: version.createdAt.getTime(), version: version.version };
+    for (const part of byVersion.get(version.version) ?? []) {
+      lines.push({ add: { ...(await fileAction(part, origin, now)), ...stamp } });
+    }
+    if (table.mode !== "snapshot" || version.version === 1) continue;
+    for (const part of byVersion.get(version.version - 1) ?? []) {
+      // A remove action has no statistics.
+      const removed: Partial<Awaited<ReturnType<typeof fileAction>>> = await fileAction(part, origin, now);
+      delete removed.stats;
+      lines.push({ remove: { ...removed, ...stamp } });
+    }
+  }
+  return ndjson(lines, range.start.version, headers);
+}
+
+/**
+ * `GET .../changes`: the change data feed, one `cdf` line per version of the range: the version's
+ * change file (Parquet: the table's columns and `_change_type`; the client adds `_commit_version` and
+ * `_commit_timestamp` from the line's `version` and `timestamp`, as the reference client does).
+ */
+export const tableChanges: SharingHandler = async ({ buyerId, params, search, headers, origin }) => {
+  const table = await tableOf(buyerId, params);
+  const capabilities = responseCapabilities(headers);
+  const fileIdHash = fileIdHashHeader(headers);
+  const versions = await sharedVersions(buyerId, table.tableId);
+  const range = changeRange(versions, search);
+  const [detail, changeFiles, parts] = await Promise.all([
+    detailOf(buyerId, table, range.end.version),
+    sharedChangeFiles(buyerId, table.tableId, range.start.version, range.end.version),
+    sharedParts(buyerId, table.tableId, [range.end.version]),
+  ]);
+  const missing = range.versions.find((version) => !changeFiles.some((file) => file.version === version.version));
+  if (missing) {
+    throw new AppError(
+      "service_unavailable",
+      `The change file of version ${missing.version} is being made. Ask again in ${CHANGE_FILE_RETRY_SECONDS} seconds.`,
+      { "Retry-After": String(CHANGE_FILE_RETRY_SECONDS) },
+    );
+  }
+  const lines: unknown[] = [PROTOCOL_LINE, metadataLine(table, detail, parts, false)];
+  const now = new Date();
+  for (const file of changeFiles) {
+    const url = await downloadUrl(
+      { id: file.fileId, name: file.name, contentType: RENDITION_CONTENT_TYPES.parquet, storageKey: file.storageKey },
+      origin,
+      now,
+    );
+    lines.push({
+      cdf: {
+        url,
+        id: fileId(file.fileId, file.sha256),
+        partitionValues: {},
+        size: file.size,
+        timestamp: file.createdAt.getTime(),
+        version: file.version,
+        expirationTimestamp: now.getTime() + DOWNLOAD_LINK_TTL_SECONDS * 1000,
+      },
+    });
+  }
+  return ndjson(lines, range.start.version, { ...capabilities, ...fileIdHash });
 };
+
+/** How long a client waits for a change file still being made (one made before change files existed). */
+const CHANGE_FILE_RETRY_SECONDS = 30;
 
 const PROTOCOL_LINE = { protocol: { minReaderVersion: 1 } };
 
-function metadataLine(table: SharedTable) {
+function unsupported(message: string): AppError {
+  return new AppError("sharing_unsupported", message);
+}
+
+/**
+ * The table's metaData as of a version: its `id` is the table's (the same for every version), its
+ * schema that version's columns; `version` is said when the request named one.
+ */
+function metadataLine(table: SharedTable, detail: VersionDetail, parts: SharedPart[], withVersion: boolean) {
   return {
     metaData: {
-      id: table.fileId,
-      name: table.fileId,
-      description: table.fileName,
+      id: table.tableId,
+      name: table.name,
+      description: `${table.mode === "append" ? "Append" : "Snapshot"} table${table.key.length ? ` keyed by ${table.key.join(", ")}` : ""}, of order ${table.orderName}.`,
       format: { provider: "parquet" },
-      schemaString: sparkSchemaString(table.columns),
+      schemaString: sparkSchemaString(detail.columns),
       partitionColumns: [],
-      configuration: {},
-      size: table.size,
-      numFiles: 1,
+      configuration: { enableChangeDataFeed: "true" },
+      ...(withVersion ? { version: detail.version } : {}),
+      size: parts.reduce((sum, part) => sum + part.size, 0),
+      numFiles: parts.length,
     },
   };
 }
 
-async function fileLine(table: SharedTable, origin: string, headers: Headers) {
-  fileIdHashHeader(headers); // refuses an unknown scheme before a link is signed
-  const now = new Date();
+/**
+ * A file's id: stable for the same bytes of the same part (a cache key), different for another
+ * part with the same bytes (a version identical to the previous one adds and removes different files).
+ */
+const fileId = (id: string, sha256: string) => createHash("sha256").update(`${id}\n${sha256}`).digest("hex");
+
+/** A part as a `file`, `add` or `remove` action: its Parquet rendition's link, size and statistics. */
+async function fileAction(part: SharedPart, origin: string, now: Date) {
   const url = await downloadUrl(
     {
-      id: renditionDownloadId(table.fileId, "parquet"),
-      name: `${table.fileId}.parquet`,
-      contentType: "application/vnd.apache.parquet",
-      storageKey: table.storageKey,
+      id: renditionDownloadId(part.fileId, "parquet"),
+      name: renditionName(part.name, "parquet"),
+      contentType: RENDITION_CONTENT_TYPES.parquet,
+      storageKey: part.storageKey,
     },
     origin,
     now,
   );
   return {
     url,
-    // The rendition's checksum: the same bytes keep the same id, new bytes (a new version) get a new one.
-    id: table.sha256,
+    id: fileId(part.fileId, part.sha256),
     partitionValues: {},
-    size: table.size,
-    stats: JSON.stringify({ numRecords: table.rows }),
+    size: part.size,
+    stats: JSON.stringify({ numRecords: part.rows, ...(part.stats ?? {}) }),
     expirationTimestamp: now.getTime() + DOWNLOAD_LINK_TTL_SECONDS * 1000,
   };
 }

@@ -17,6 +17,7 @@ import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";
 import { startOfAFixedWindow } from "../helpers/rate-limit";
 import { startServer, TEST_AUTH_SECRET, type TestServer } from "../helpers/server";
+import { waitFor } from "../helpers/wait";
 
 /**
  * The Delta Sharing server (PROTOCOL.md of delta-io/delta-sharing; Part 3 of the contract) on the
@@ -43,12 +44,13 @@ let duckdb: DuckDBInstance;
 let buyerId: string;
 let key: string;
 let otherKey: string;
-let mainOrder: { id: string; files: { id: string; name: string }[] };
-let typedOrder: { id: string; files: { id: string; name: string }[] };
+type OrderFiles = { id: string; files: { id: string; name: string; table: string | null }[] };
+let mainOrder: OrderFiles;
+let typedOrder: OrderFiles;
 let refundedLaterId: string;
 let unfinishedId: string;
 let otherOrderId: string;
-let otherFileId: string;
+let otherTable: string;
 
 /** Rows of the typed order's files: odd DuckDB types that Spark does not have. */
 const TYPED_CSV = "id,at,big\n1,08:30:00,18446744073709551615\n2,17:05:10,1\n";
@@ -105,7 +107,7 @@ beforeAll(async () => {
   const other = await buyer("sharing-other");
   const otherOrder = await order(other.id, { name: "Other's", files: { "o.csv": Buffer.from("a\n1\n") } });
   otherOrderId = otherOrder.id;
-  otherFileId = otherOrder.files[0]!.id;
+  otherTable = otherOrder.files[0]!.table!;
   otherKey = (await apiKey(other.id)).secret;
   server = await startServer({
     databaseUrl: env.database.url,
@@ -117,8 +119,13 @@ beforeAll(async () => {
       RATE_LIMIT_EXEMPT_BUYERS: `${buyerId},${other.id}`,
     },
   });
-  // The worker profiles every data file and makes its Parquet rendition.
+  // The worker profiles every data file, makes its Parquet rendition, and each file's table its version 1.
   await datasetJobsDone();
+  await waitFor(
+    async () => (await db().tablePublication.count({ where: { status: { in: ["uploading", "processing"] } } })) === 0,
+    240_000,
+    "every file's table at version 1",
+  );
 }, 300_000);
 
 afterAll(async () => {
@@ -178,7 +185,7 @@ async function expectSharingError(response: Response, status: number, errorCode:
   return body.message as string;
 }
 
-const tablePath = (orderId: string, fileId: string) => `/shares/orders/schemas/${orderId}/tables/${fileId}`;
+const tablePath = (orderId: string, table: string) => `/shares/orders/schemas/${orderId}/tables/${table}`;
 
 async function allPages<T>(pathAndQuery: string, maxResults: number, token = key): Promise<T[]> {
   const items: T[] = [];
@@ -197,8 +204,8 @@ async function allPages<T>(pathAndQuery: string, maxResults: number, token = key
   throw new Error("More than 100 pages");
 }
 
-async function query(orderId: string, fileId: string, body: unknown = {}, headers: Record<string, string> = {}) {
-  const response = await sharing(`${tablePath(orderId, fileId)}/query`, { body, headers });
+async function query(orderId: string, table: string, body: unknown = {}, headers: Record<string, string> = {}) {
+  const response = await sharing(`${tablePath(orderId, table)}/query`, { body, headers });
   const version = response.headers.get("delta-table-version");
   const lines = await ndjson(response);
   return { lines, version, headers: response.headers };
@@ -211,7 +218,14 @@ async function apiOrder(orderId: string) {
   });
   expect(response.status).toBe(200);
   return (await response.json()) as {
-    files: { id: string; name: string; format: string; rows: number | null; profile_status: string }[];
+    files: {
+      id: string;
+      name: string;
+      format: string;
+      rows: number | null;
+      profile_status: string;
+      table: { name: string; version: number | null } | null;
+    }[];
   };
 }
 
@@ -317,21 +331,20 @@ describe("shares and schemas", () => {
     });
   });
 
-  it("lists the tables of a schema: one per file with a Parquet rendition, named by the file id", async () => {
+  it("lists the tables of a schema: one per table of the order with a version, named by its name", async () => {
     const expected = mainOrder.files.filter((file) => file.name !== "archive.bin");
     for (const maxResults of [1, 2, 500]) {
       const tables = await allPages<TableItem>(`/shares/orders/schemas/${mainOrder.id}/tables`, maxResults);
-      expect(tables.map((table) => table.name).sort()).toEqual(expected.map((file) => file.id).sort());
+      expect(tables.map((table) => table.name).sort()).toEqual(expected.map((file) => file.table).sort());
     }
     const [first] = await allPages<TableItem>(`/shares/orders/schemas/${mainOrder.id}/tables`, 500);
-    const file = mainOrder.files.find((candidate) => candidate.id === first!.name)!;
+    const row = await db().orderTable.findFirstOrThrow({ where: { orderId: mainOrder.id, name: first!.name } });
     expect(first).toEqual({
-      name: file.id,
+      name: row.name,
       schema: mainOrder.id,
       share: "orders",
-      id: file.id,
+      id: row.id,
       accessModes: ["url"],
-      comment: file.name,
     });
   });
 
@@ -340,9 +353,9 @@ describe("shares and schemas", () => {
     const names = all.map((table) => `${table.schema}.${table.name}`);
     expect(new Set(names).size).toBe(names.length);
     const expected = [
-      ...mainOrder.files.filter((file) => file.name !== "archive.bin").map((file) => `${mainOrder.id}.${file.id}`),
-      ...typedOrder.files.map((file) => `${typedOrder.id}.${file.id}`),
-      `${refundedLaterId}.${(await db().orderFile.findFirstOrThrow({ where: { orderId: refundedLaterId } })).id}`,
+      ...mainOrder.files.filter((file) => file.name !== "archive.bin").map((file) => `${mainOrder.id}.${file.table}`),
+      ...typedOrder.files.map((file) => `${typedOrder.id}.${file.table}`),
+      `${refundedLaterId}.r`,
     ];
     expect(names.sort()).toEqual(expected.sort());
   });
@@ -355,6 +368,18 @@ describe("shares and schemas", () => {
     [
       "another list's page token",
       "/shares/orders/all-tables?pageToken=" + tokenFor("schemas"),
+      400,
+      "INVALID_PARAMETER_VALUE",
+    ],
+    [
+      "a page token whose position is not an id (a NUL)",
+      "/shares/orders/schemas?pageToken=" + forgedToken({ list: "schemas", order: "\u0000", table: "" }),
+      400,
+      "INVALID_PARAMETER_VALUE",
+    ],
+    [
+      "a page token whose table position is not a table name",
+      "/shares/orders/all-tables?pageToken=" + forgedToken({ list: "all-tables", order: "", table: "t' OR 1=1" }),
       400,
       "INVALID_PARAMETER_VALUE",
     ],
@@ -371,21 +396,26 @@ describe("shares and schemas", () => {
     const response = await sharing("/shares", { method: "PUT" });
     expect(response.headers.get("allow")).toBe("GET, HEAD");
     await expectSharingError(response, 405, "MALFORMED_REQUEST");
-    const query = await sharing(`${tablePath(mainOrder.id, mainOrder.files[0]!.id)}/query`);
+    const query = await sharing(`${tablePath(mainOrder.id, mainOrder.files[0]!.table!)}/query`);
     expect(query.headers.get("allow")).toBe("POST");
     await expectSharingError(query, 405, "MALFORMED_REQUEST");
   });
 });
 
+/** A page token as a client could forge one: base64url JSON of any positions. */
+function forgedToken(position: Record<string, string>): string {
+  return Buffer.from(JSON.stringify(position)).toString("base64url");
+}
+
 function tokenFor(list: string): string {
-  return Buffer.from(JSON.stringify({ list, order: "", file: "" })).toString("base64url");
+  return Buffer.from(JSON.stringify({ list, order: "", table: "" })).toString("base64url");
 }
 
 describe("one table", () => {
   const csvFile = () => mainOrder.files.find((file) => file.name === "products.csv")!;
 
   it("answers its version on GET .../version and HEAD on the table, in Delta-Table-Version", async () => {
-    const table = tablePath(mainOrder.id, csvFile().id);
+    const table = tablePath(mainOrder.id, csvFile().table!);
     const get = await sharing(`${table}/version`);
     expect(get.status).toBe(200);
     expect(get.headers.get("delta-table-version")).toMatch(/^\d+$/);
@@ -393,30 +423,30 @@ describe("one table", () => {
     expect(head.status).toBe(200);
     expect(head.headers.get("delta-table-version")).toBe(get.headers.get("delta-table-version"));
     expect(await head.text()).toBe("");
-    await expectSharingError(
-      await sharing(`${table}/version?startingTimestamp=2026-01-01T00:00:00Z`),
-      400,
-      "UNSUPPORTED_OPERATION",
-    );
+    // Case-insensitive names.
+    const upper = await sharing(`${tablePath(mainOrder.id.toUpperCase(), csvFile().table!.toUpperCase())}/version`);
+    expect(upper.headers.get("delta-table-version")).toBe(get.headers.get("delta-table-version"));
   });
 
   it("answers metadata: a protocol line and a metaData line with the Spark schema, name and description", async () => {
     const file = csvFile();
-    const response = await sharing(`${tablePath(mainOrder.id, file.id)}/metadata`);
+    const response = await sharing(`${tablePath(mainOrder.id, file.table!)}/metadata`);
     expect(response.headers.get("delta-table-version")).toMatch(/^\d+$/);
     expect(response.headers.get("delta-sharing-capabilities")).toBe("responseformat=parquet");
     const [protocol, metadata, ...rest] = await ndjson(response);
     expect(rest).toEqual([]);
     expect(protocol).toEqual({ protocol: { minReaderVersion: 1 } });
     const metaData = (metadata as { metaData: Record<string, unknown> }).metaData;
+    const row = await db().orderTable.findFirstOrThrow({ where: { orderId: mainOrder.id, name: file.table! } });
     expect(metaData).toMatchObject({
-      id: file.id,
-      name: file.id,
-      description: "products.csv",
+      id: row.id,
+      name: file.table,
       format: { provider: "parquet" },
       partitionColumns: [],
+      configuration: { enableChangeDataFeed: "true" },
       numFiles: 1,
     });
+    expect(metaData.version).toBeUndefined();
     const schema = JSON.parse(metaData.schemaString as string) as { type: string; fields: SchemaField[] };
     expect(schema.type).toBe("struct");
     expect(schema.fields.map((field) => [field.name, field.type])).toEqual([
@@ -430,8 +460,9 @@ describe("one table", () => {
 
   it("answers a query with protocol, metaData and one file line whose URL is a Parquet file DuckDB reads as advertised", async () => {
     const rowsById = new Map((await apiOrder(mainOrder.id)).files.map((file) => [file.id, file.rows]));
+    expect(rowsById.size).toBeGreaterThan(0);
     for (const file of mainOrder.files.filter((candidate) => candidate.name !== "archive.bin")) {
-      const { lines, version } = await query(mainOrder.id, file.id);
+      const { lines, version } = await query(mainOrder.id, file.table!);
       expect(version).toMatch(/^\d+$/);
       expect(lines).toHaveLength(3);
       const metaData = (lines[1] as { metaData: { schemaString: string; size: number } }).metaData;
@@ -453,17 +484,17 @@ describe("one table", () => {
       expect(parquet.rows).toBe(PRODUCT_ROWS);
       expect(parquet.rows).toBe(rowsById.get(file.id));
       // The same bytes keep the same id.
-      expect(((await query(mainOrder.id, file.id)).lines[2] as { file: FileLine }).file.id).toBe(line.id);
+      expect(((await query(mainOrder.id, file.table!)).lines[2] as { file: FileLine }).file.id).toBe(line.id);
     }
   });
 
   it("writes types Spark lacks as ones it has (TIME, INTERVAL and UUID as text, unsigned integers widened, nanoseconds as timestamp, inside lists and structs too)", async () => {
     for (const file of typedOrder.files) {
-      const { lines } = await query(typedOrder.id, file.id);
+      const { lines } = await query(typedOrder.id, file.table!);
       const metaData = (lines[1] as { metaData: { schemaString: string } }).metaData;
       const parquet = await fetchAndRead((lines[2] as { file: FileLine }).file, metaData.schemaString);
       expect(parquet.rows).toBe(2);
-      expect((lines[2] as { file: FileLine }).file.stats).toBe(JSON.stringify({ numRecords: 2 }));
+      expect(JSON.parse((lines[2] as { file: FileLine }).file.stats)).toMatchObject({ numRecords: 2 });
       const types = Object.fromEntries(
         (JSON.parse(metaData.schemaString) as { fields: SchemaField[] }).fields.map((field) => [
           field.name,
@@ -498,11 +529,11 @@ describe("one table", () => {
 
   it("answers limitHint 0 without a file line, and ignores hints it does not use", async () => {
     const file = csvFile();
-    expect((await query(mainOrder.id, file.id, { limitHint: 0 })).lines).toHaveLength(2);
-    const hinted = await query(mainOrder.id, file.id, {
+    expect((await query(mainOrder.id, file.table!, { limitHint: 0 })).lines).toHaveLength(2);
+    const hinted = await query(mainOrder.id, file.table!, {
       limitHint: 5,
       predicateHints: ["id > 3"],
-      jsonPredicateHints: '{"op":"isNull","children":[{"op":"column","name":"note","valueType":"string"}]}',
+      jsonPredicateHints: '{"op":"isNull","children":[{"op":"column","name":"no_such_column","valueType":"string"}]}',
       somethingNew: true,
     });
     expect(hinted.lines).toHaveLength(3);
@@ -510,7 +541,7 @@ describe("one table", () => {
 
   it("answers in the parquet format: a request for delta only is refused, delta,parquet is served as parquet", async () => {
     const file = csvFile();
-    const table = tablePath(mainOrder.id, file.id);
+    const table = tablePath(mainOrder.id, file.table!);
     const message = await expectSharingError(
       await sharing(`${table}/query`, { body: {}, headers: { "delta-sharing-capabilities": "responseformat=delta" } }),
       400,
@@ -524,7 +555,7 @@ describe("one table", () => {
     );
     const both = await query(
       mainOrder.id,
-      file.id,
+      file.table!,
       {},
       {
         "delta-sharing-capabilities": "responseformat=delta,parquet;readerfeatures=deletionvectors",
@@ -535,26 +566,27 @@ describe("one table", () => {
   });
 
   it.each([
-    ["startingVersion (change data feed)", { startingVersion: 0 }, 400, "UNSUPPORTED_OPERATION"],
-    ["endingVersion", { endingVersion: 1 }, 400, "UNSUPPORTED_OPERATION"],
-    ["a timestamp", { timestamp: "2026-11-01T00:00:00Z" }, 400, "UNSUPPORTED_OPERATION"],
-    ["a version other than the current one", { version: 999 }, 400, "UNSUPPORTED_OPERATION"],
+    ["startingVersion 0 (versions start at 1)", { startingVersion: 0 }, 400, "INVALID_PARAMETER_VALUE"],
+    ["a timestamp before the first version", { timestamp: "2020-11-01T00:00:00Z" }, 400, "INVALID_PARAMETER_VALUE"],
+    ["a timestamp without a zone", { timestamp: "2026-11-01 00:00:00" }, 400, "INVALID_PARAMETER_VALUE"],
+    ["a version past the current one", { version: 999 }, 400, "INVALID_PARAMETER_VALUE"],
+    ["a negative version", { version: -1 }, 400, "INVALID_PARAMETER_VALUE"],
+    ["version and startingVersion", { version: 1, startingVersion: 1 }, 400, "INVALID_PARAMETER_VALUE"],
     ["a limitHint that is not a number", { limitHint: "ten" }, 400, "INVALID_PARAMETER_VALUE"],
     ["a body that is not JSON", "{not json", 400, "MALFORMED_REQUEST"],
     ["a body that is a JSON array", "[]", 400, "MALFORMED_REQUEST"],
   ])("refuses a query with %s (%j): %i %s", async (_case, body, status, errorCode) => {
     const file = csvFile();
-    await expectSharingError(await sharing(`${tablePath(mainOrder.id, file.id)}/query`, { body }), status, errorCode);
-  });
-
-  it("refuses the change data feed endpoint as unsupported", async () => {
-    const table = tablePath(mainOrder.id, csvFile().id);
-    await expectSharingError(await sharing(`${table}/changes?startingVersion=0`), 400, "UNSUPPORTED_OPERATION");
+    await expectSharingError(
+      await sharing(`${tablePath(mainOrder.id, file.table!)}/query`, { body }),
+      status,
+      errorCode,
+    );
   });
 
   it("signs each file URL for exactly as long as expirationTimestamp says; an expired URL is refused", async () => {
     const file = csvFile();
-    const line = ((await query(mainOrder.id, file.id)).lines[2] as { file: FileLine }).file;
+    const line = ((await query(mainOrder.id, file.table!)).lines[2] as { file: FileLine }).file;
     const url = new URL(line.url);
     // The run's driver decides which kind of link this is.
     expect(url.searchParams.has("X-Amz-Signature")).toBe(process.env.STORAGE_DRIVER === "s3");
@@ -590,15 +622,13 @@ describe("one table", () => {
     }
   });
 
-  it("raises a table's version when its rendition is replaced", async () => {
+  it("keeps a table's version when its rendition is made anew, and serves the new rendition", async () => {
     const file = mainOrder.files.find((candidate) => candidate.name === "products.tsv")!;
-    const table = tablePath(mainOrder.id, file.id);
-    const before = Number((await sharing(`${table}/version`)).headers.get("delta-table-version"));
+    const table = tablePath(mainOrder.id, file.table!);
+    const before = (await sharing(`${table}/version`)).headers.get("delta-table-version");
     expect(await makeRendition(file.id, "parquet")).toBe("ready");
-    const after = await sharing(`${table}/version`);
-    expect(Number(after.headers.get("delta-table-version"))).toBe(before + 1);
-    const { version, lines } = await query(mainOrder.id, file.id);
-    expect(Number(version)).toBe(before + 1);
+    const { version, lines } = await query(mainOrder.id, file.table!);
+    expect(version).toBe(before);
     await fetchAndRead(
       (lines[2] as { file: FileLine }).file,
       (lines[1] as { metaData: { schemaString: string } }).metaData.schemaString,
@@ -608,22 +638,24 @@ describe("one table", () => {
 
 describe("the tenant boundary and the key rules", () => {
   it("answers another buyer's schema and table, and an unfinished order's, with 404 in the protocol's shape", async () => {
-    const ownTable = tablePath(mainOrder.id, mainOrder.files[0]!.id);
-    const unfinishedFile = await db().orderFile.findFirstOrThrow({ where: { orderId: unfinishedId } });
+    const ownTable = tablePath(mainOrder.id, mainOrder.files[0]!.table!);
     for (const pathAndQuery of [
       `/shares/orders/schemas/${otherOrderId}/tables`,
-      `${tablePath(otherOrderId, otherFileId)}/version`,
-      `${tablePath(otherOrderId, otherFileId)}/metadata`,
+      `${tablePath(otherOrderId, otherTable)}/version`,
+      `${tablePath(otherOrderId, otherTable)}/metadata`,
+      `${tablePath(otherOrderId, otherTable)}/changes?startingVersion=1`,
       `/shares/orders/schemas/${unfinishedId}/tables`,
-      `${tablePath(unfinishedId, unfinishedFile.id)}/metadata`,
-      // Another order's file under this buyer's order: a table is only its own schema's.
-      `${tablePath(mainOrder.id, typedOrder.files[0]!.id)}/version`,
-      `${ownTable.replace(mainOrder.files[0]!.id, mainOrder.files.find((file) => file.name === "archive.bin")!.id)}/version`,
+      `${tablePath(unfinishedId, "u")}/metadata`,
+      // Another order's table under this buyer's order: a table is only its own schema's.
+      `${tablePath(mainOrder.id, "typed")}/version`,
+      // A binary file is no table; a name that breaks the rule names nothing.
+      `${tablePath(mainOrder.id, "archive")}/version`,
+      `${tablePath(mainOrder.id, "fil_x")}/version`,
     ]) {
       await expectSharingError(await sharing(pathAndQuery), 404, "RESOURCE_DOES_NOT_EXIST");
     }
     await expectSharingError(
-      await sharing(`${tablePath(otherOrderId, otherFileId)}/query`, { body: {} }),
+      await sharing(`${tablePath(otherOrderId, otherTable)}/query`, { body: {} }),
       404,
       "RESOURCE_DOES_NOT_EXIST",
     );
@@ -634,11 +666,10 @@ describe("the tenant boundary and the key rules", () => {
   });
 
   it("stops sharing an order at the next request after its refund", async () => {
-    const file = await db().orderFile.findFirstOrThrow({ where: { orderId: refundedLaterId } });
-    await query(refundedLaterId, file.id);
+    await query(refundedLaterId, "r");
     await setOrderStatus(refundedLaterId, "refunded");
     await expectSharingError(
-      await sharing(`${tablePath(refundedLaterId, file.id)}/query`, { body: {} }),
+      await sharing(`${tablePath(refundedLaterId, "r")}/query`, { body: {} }),
       404,
       "RESOURCE_DOES_NOT_EXIST",
     );
@@ -731,7 +762,9 @@ describe("a Delta Sharing client's request sequence", () => {
     expect(tables.length).toBeGreaterThanOrEqual(8);
     const rowsByFile = new Map<string, number | null>();
     for (const orderId of new Set(tables.map((table) => table.schema))) {
-      for (const file of (await apiOrder(orderId)).files) rowsByFile.set(file.id, file.rows);
+      for (const file of (await apiOrder(orderId)).files) {
+        if (file.table) rowsByFile.set(`${orderId}.${file.table.name}`, file.rows);
+      }
     }
     for (const table of tables) {
       const metadata = await ndjson(
@@ -743,7 +776,7 @@ describe("a Delta Sharing client's request sequence", () => {
       const files = lines.filter((line) => "file" in line).map((line) => (line as { file: FileLine }).file);
       expect(files).toHaveLength(1);
       const parquet = await fetchAndRead(files[0]!, schemaString);
-      expect(parquet.rows).toBe(rowsByFile.get(table.name));
+      expect(parquet.rows).toBe(rowsByFile.get(`${table.schema}.${table.name}`));
     }
   });
 });

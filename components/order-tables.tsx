@@ -1,0 +1,220 @@
+import { FilePreview } from "./file-preview";
+import { FORMAT_LABELS } from "./file-profile";
+import { RENDITION_FORMATS, type RenditionFormat } from "@/lib/datasets/formats";
+import type { PreviewResult } from "@/lib/http/browser-download";
+import { formatBytes, formatDate } from "@/lib/format";
+import type { TableSummary, VersionSummary } from "@/lib/tables/history";
+import { Badge, Notice, linkClass } from "./ui";
+
+const count = (value: number) => value.toLocaleString("en-US");
+
+/**
+ * An order's tables: each table's name, mode, key, current version, rows and when it was last
+ * updated, a preview of its current version and, on the dashboard, its version history with what
+ * each version changed and the change file to download (`downloadHref` of a file id, as for files).
+ */
+export function OrderTables({
+  tables,
+  downloadable,
+  downloadHref,
+  loadPreview,
+  loadChangesPreview,
+  history,
+  preparing,
+}: {
+  tables: TableSummary[];
+  downloadable: boolean;
+  downloadHref: (fileId: string) => string;
+  /** The table's first rows as of its current version (a server action bound to the page's own access). */
+  loadPreview: (table: string) => () => Promise<PreviewResult>;
+  /** A change file's first rows; without it no version history is shown (a share page shows current versions). */
+  loadChangesPreview?: (fileId: string) => () => Promise<PreviewResult>;
+  history: boolean;
+  /** A change file's format still being made (the download route sent the browser back here). */
+  preparing?: { fileId: string; format: RenditionFormat };
+}) {
+  if (tables.length === 0) return null;
+  const preparingChanges =
+    preparing &&
+    tables.flatMap((table) =>
+      table.versions
+        .filter((version) => version.changeFileId === preparing.fileId)
+        .map((version) => ({ table, version })),
+    )[0];
+  return (
+    <section className="space-y-3" aria-labelledby="tables-heading">
+      <h2 id="tables-heading" className="text-lg font-semibold">
+        Tables
+      </h2>
+      <p className="text-sm text-slate-600">
+        Each table keeps its name across refreshes; every refresh is a new version. The API, Delta Sharing and the
+        clients read a table by its name.
+      </p>
+      {preparing && preparingChanges && (
+        <Notice tone="info">
+          <span data-testid="changes-preparing">
+            The changes of {preparingChanges.table.name} version {preparingChanges.version.version} as{" "}
+            {FORMAT_LABELS[preparing.format]} are being prepared: try again in a moment.{" "}
+            <a href={`${downloadHref(preparing.fileId)}?format=${preparing.format}`} className={linkClass}>
+              Download them as {FORMAT_LABELS[preparing.format]}
+            </a>
+          </span>
+        </Notice>
+      )}
+      <ul className="divide-y divide-slate-100 rounded-lg border border-slate-200 bg-white">
+        {tables.map((table) => (
+          <li key={table.name} className="space-y-3 p-4" data-testid="table-row">
+            <div className="flex flex-col gap-3 sm:flex-row sm:items-start">
+              <div className="min-w-0 flex-1 space-y-1">
+                <p className="flex flex-wrap items-center gap-2">
+                  <span className="font-mono font-medium break-all">{table.name}</span>
+                  <Badge tone={table.mode === "append" ? "amber" : "green"}>{table.mode}</Badge>
+                </p>
+                <dl className="grid grid-cols-[auto_1fr] gap-x-3 text-sm text-slate-600">
+                  <dt className="font-medium text-slate-700">Version</dt>
+                  <dd data-testid="table-version">{table.version ?? "none yet"}</dd>
+                  <dt className="font-medium text-slate-700">Rows</dt>
+                  <dd>{table.rows === null ? "—" : count(table.rows)}</dd>
+                  <dt className="font-medium text-slate-700">Updated</dt>
+                  <dd>{formatDate(table.updatedAt)}</dd>
+                  <dt className="font-medium text-slate-700">Key</dt>
+                  <dd className="font-mono text-xs break-all">{table.key.length ? table.key.join(", ") : "none"}</dd>
+                </dl>
+              </div>
+              {downloadable && table.version !== null && (
+                <FilePreview fileName={`${table.name}, version ${table.version}`} load={loadPreview(table.name)} />
+              )}
+            </div>
+            {history && table.versions.length > 0 && (
+              <VersionHistory
+                table={table}
+                downloadable={downloadable}
+                downloadHref={downloadHref}
+                loadChangesPreview={loadChangesPreview}
+              />
+            )}
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+function VersionHistory({
+  table,
+  downloadable,
+  downloadHref,
+  loadChangesPreview,
+}: {
+  table: TableSummary;
+  downloadable: boolean;
+  downloadHref: (fileId: string) => string;
+  loadChangesPreview?: (fileId: string) => () => Promise<PreviewResult>;
+}) {
+  const shown = table.versions.length;
+  return (
+    <details className="rounded-md border border-slate-200" data-testid="version-history">
+      <summary className="cursor-pointer px-3 py-2 text-sm font-medium text-slate-700">
+        Version history ({table.versionCount} version{table.versionCount === 1 ? "" : "s"}
+        {shown < table.versionCount ? `, latest ${shown} shown` : ""})
+      </summary>
+      {/* relative: the screen-reader-only text in the table is positioned absolutely; it must scroll with it, not widen the page. */}
+      <div className="relative overflow-x-auto" tabIndex={0} role="region" aria-label={`Versions of ${table.name}`}>
+        <table className="w-full text-left text-sm">
+          <caption className="sr-only">Versions of {table.name}, newest first</caption>
+          <thead className="bg-slate-50 text-slate-700">
+            <tr>
+              <th scope="col" className="px-3 py-2 font-medium">
+                Version
+              </th>
+              <th scope="col" className="px-3 py-2 font-medium">
+                Made
+              </th>
+              <th scope="col" className="px-3 py-2 text-right font-medium">
+                Rows
+              </th>
+              <th scope="col" className="px-3 py-2 font-medium">
+                Parts
+              </th>
+              <th scope="col" className="px-3 py-2 font-medium">
+                Changes
+              </th>
+              <th scope="col" className="px-3 py-2 font-medium">
+                Change file
+              </th>
+            </tr>
+          </thead>
+          <tbody className="divide-y divide-slate-100">
+            {table.versions.map((version) => (
+              <tr key={version.version} data-testid="version-row">
+                <td className="px-3 py-2 font-mono">{version.version}</td>
+                <td className="px-3 py-2 whitespace-nowrap">{formatDate(version.createdAt)}</td>
+                <td className="px-3 py-2 text-right">{count(version.rows)}</td>
+                <td className="px-3 py-2 whitespace-nowrap">
+                  {version.parts} · {formatBytes(version.bytes)}
+                </td>
+                <td className="px-3 py-2 whitespace-nowrap" data-testid="version-changes">
+                  <ChangeCounts changes={version.changes} />
+                </td>
+                <td className="px-3 py-2">
+                  <ChangeFileLinks
+                    table={table.name}
+                    version={version}
+                    downloadable={downloadable}
+                    downloadHref={downloadHref}
+                    loadChangesPreview={loadChangesPreview}
+                  />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </details>
+  );
+}
+
+function ChangeCounts({ changes }: { changes: VersionSummary["changes"] }) {
+  if (!changes) return <span className="text-slate-500">being worked out</span>;
+  return (
+    <span>
+      <span className="text-green-800">+{count(changes.inserted)} inserted</span>,{" "}
+      <span className="text-amber-800">{count(changes.updated)} updated</span>,{" "}
+      <span className="text-red-800">−{count(changes.deleted)} deleted</span>
+    </span>
+  );
+}
+
+function ChangeFileLinks({
+  table,
+  version,
+  downloadable,
+  downloadHref,
+  loadChangesPreview,
+}: {
+  table: string;
+  version: VersionSummary;
+  downloadable: boolean;
+  downloadHref: (fileId: string) => string;
+  loadChangesPreview?: (fileId: string) => () => Promise<PreviewResult>;
+}) {
+  if (!version.changeFileId) return <span className="text-slate-500">being made</span>;
+  if (!downloadable) return <span className="text-slate-500">downloads once delivered</span>;
+  const href = downloadHref(version.changeFileId);
+  const label = `changes of ${table} version ${version.version}`;
+  return (
+    <div className="flex items-center gap-2 whitespace-nowrap">
+      {RENDITION_FORMATS.map((format) => (
+        <a
+          key={format}
+          href={format === "parquet" ? href : `${href}?format=${format}`}
+          className={linkClass}
+          aria-label={`Download ${label} as ${FORMAT_LABELS[format]}`}
+        >
+          {FORMAT_LABELS[format]}
+        </a>
+      ))}
+      {loadChangesPreview && <FilePreview fileName={label} load={loadChangesPreview(version.changeFileId)} />}
+    </div>
+  );
+}

@@ -1,0 +1,100 @@
+import { describe, expect, it } from "vitest";
+import { parsePredicate, partMayMatch, type PartStats } from "./predicates";
+
+const columns = [
+  { name: "id", type: "BIGINT" },
+  { name: "price", type: "DECIMAL(10,2)" },
+  { name: "score", type: "DOUBLE" },
+  { name: "name", type: "VARCHAR" },
+  { name: "day", type: "DATE" },
+  { name: "at", type: "TIMESTAMP WITH TIME ZONE" },
+  { name: "note", type: "VARCHAR" },
+];
+
+/** A part of ids 100..199, names "b".."m", days in March 2026, half its notes null. */
+const part: PartStats = {
+  numRecords: 100,
+  stats: {
+    minValues: { id: 100, price: 1.5, score: 0, name: "b", day: "2026-03-01", at: "2026-03-01T10:00:00.000Z" },
+    maxValues: { id: 199, price: 9.25, score: 1, name: "m", day: "2026-03-31", at: "2026-03-31T10:00:00.124Z" },
+    nullCount: { id: 0, price: 0, score: 0, name: 0, day: 0, at: 0, note: 50 },
+  },
+};
+const allNull: PartStats = { numRecords: 10, stats: { minValues: {}, maxValues: {}, nullCount: { id: 10 } } };
+
+const column = (name: string, valueType: string) => ({ op: "column", name, valueType });
+const literal = (value: string, valueType: string) => ({ op: "literal", value, valueType });
+const cmp = (op: string, name: string, value: string, valueType: string) => ({
+  op,
+  children: [column(name, valueType), literal(value, valueType)],
+});
+const may = (predicate: unknown, of: PartStats = part) =>
+  partMayMatch(parsePredicate(JSON.stringify(predicate)), of, columns);
+
+describe("jsonPredicateHints against a part's statistics", () => {
+  it.each([
+    [cmp("equal", "id", "150", "long"), true],
+    [cmp("equal", "id", "100", "int"), true],
+    [cmp("equal", "id", "99", "long"), false],
+    [cmp("equal", "id", "200", "long"), false],
+    [cmp("lessThan", "id", "100", "long"), false],
+    [cmp("lessThanOrEqual", "id", "100", "long"), true],
+    [cmp("greaterThan", "id", "199", "long"), false],
+    [cmp("greaterThanOrEqual", "id", "199", "long"), true],
+    [cmp("greaterThan", "price", "9.25", "double"), false],
+    [cmp("greaterThan", "price", "9.2", "double"), true],
+    [cmp("equal", "name", "a", "string"), false],
+    [cmp("equal", "name", "c", "string"), true],
+    [cmp("greaterThan", "name", "m", "string"), false],
+    [cmp("equal", "day", "2026-04-01", "date"), false],
+    [cmp("equal", "day", "2026-03-15", "date"), true],
+    [cmp("greaterThan", "at", "2026-03-31T10:00:00.124Z", "timestamp"), false],
+    [cmp("greaterThan", "at", "2026-03-31T10:00:00.123Z", "timestamp"), true],
+  ])("%j may match: %s", (predicate, expected) => {
+    expect(may(predicate)).toBe(expected);
+  });
+
+  it("flips a literal on the left", () => {
+    expect(may({ op: "lessThan", children: [literal("199", "long"), column("id", "long")] })).toBe(false);
+    expect(may({ op: "lessThan", children: [literal("198", "long"), column("id", "long")] })).toBe(true);
+  });
+
+  it("combines with and, or and not, three-valued", () => {
+    const out = cmp("equal", "id", "5", "long");
+    const inside = cmp("equal", "id", "150", "long");
+    expect(may({ op: "and", children: [inside, out] })).toBe(false);
+    expect(may({ op: "or", children: [out, inside] })).toBe(true);
+    expect(may({ op: "or", children: [out, out] })).toBe(false);
+    // not (id >= 100): every id is >= 100, so nothing is kept.
+    expect(may({ op: "not", children: [cmp("greaterThanOrEqual", "id", "100", "long")] })).toBe(false);
+    expect(may({ op: "not", children: [cmp("greaterThanOrEqual", "id", "150", "long")] })).toBe(true);
+  });
+
+  it("uses null counts: isNull, not isNull, and comparisons on a column of nulls only", () => {
+    const isNull = (name: string) => ({ op: "isNull", children: [column(name, "long")] });
+    expect(may(isNull("id"))).toBe(false);
+    expect(may(isNull("note"))).toBe(true);
+    expect(may({ op: "not", children: [isNull("note")] })).toBe(true);
+    expect(may({ op: "not", children: [isNull("id")] }, allNull)).toBe(false);
+    expect(may(cmp("equal", "id", "1", "long"), allNull)).toBe(false);
+    expect(may({ op: "not", children: [cmp("equal", "id", "1", "long")] }, allNull)).toBe(false);
+  });
+
+  it.each([
+    ["an unknown op", { op: "like", children: [column("name", "string"), literal("a%", "string")] }],
+    ["an unknown column", cmp("equal", "missing", "1", "long")],
+    ["a double column", cmp("greaterThan", "score", "5", "double")],
+    ["a value type that does not fit", cmp("equal", "id", "abc", "string")],
+    ["an unparsable number", cmp("equal", "id", "1x", "long")],
+    ["a timestamp finer than milliseconds", cmp("greaterThan", "at", "2026-03-31T10:00:00.1235Z", "timestamp")],
+    ["two columns", { op: "equal", children: [column("id", "long"), column("price", "long")] }],
+  ])("keeps the part for %s", (_case, predicate) => {
+    expect(may(predicate)).toBe(true);
+  });
+
+  it("keeps every part for hints that are not JSON, and parts without statistics", () => {
+    expect(partMayMatch(parsePredicate("{not json"), part, columns)).toBe(true);
+    expect(partMayMatch(parsePredicate("[]"), part, columns)).toBe(true);
+    expect(may(cmp("equal", "id", "5", "long"), { numRecords: 5, stats: null })).toBe(true);
+  });
+});

@@ -1,0 +1,163 @@
+import { downloadTargetFor, RENDITION_RETRY_AFTER_SECONDS } from "../datasets/access";
+import type { RenditionFormat } from "../datasets/formats";
+import { Prisma, sqlQuery, type SqlRunner } from "../db/client";
+import type { DownloadTarget } from "../downloads/links";
+import { AppError } from "../errors";
+import { isTypedId } from "../ids";
+import { FILE_JSON, isoUtc, orderNotFound, TABLE_JSON } from "../orders/queries";
+import { TABLE_NAME_PATTERN } from "./names";
+
+/**
+ * Reads of an order's tables and versions for the API (contract Part 4), behind the same tenant
+ * boundary as the order reads (lib/orders/queries.ts): every statement is scoped by the buyer's id,
+ * and another buyer's order is answered exactly like a missing one. Each read is one statement that
+ * builds the answer's JSON. Tables and versions read like an order (any status); their files
+ * download like files (delivered orders only).
+ */
+
+/** A version row `v` of the table `vt` as the API's Version object, its parts by name. */
+const VERSION_JSON = Prisma.sql`json_build_object(
+  'version', v.version,
+  'mode', vt.mode,
+  'created_at', ${isoUtc(Prisma.sql`v.created_at`)},
+  'rows', v.rows,
+  'columns', v.columns,
+  'changes', v.changes,
+  'files', COALESCE((
+    SELECT json_agg(${FILE_JSON} ORDER BY f.name)
+    FROM order_files f
+    JOIN table_publications p ON p.id = f.publication_id
+    JOIN order_tables t ON t.id = p.table_id
+    WHERE f.publication_id = v.publication_id), '[]'::json)
+)`;
+
+/** The buyer's order and its table of that name: one row (null table columns when the order has no such table), or none. */
+function scopedTable(orderId: string, buyerId: string, name: string) {
+  return Prisma.sql`
+    FROM orders o
+    LEFT JOIN order_tables vt ON vt.order_id = o.id AND vt.name = ${name}
+    WHERE o.id = ${orderId} AND o.buyer_id = ${buyerId}`;
+}
+
+/** A malformed order id or table name names nothing: refused before any query. */
+function checkNames(orderId: string, name: string): void {
+  if (!isTypedId("ord", orderId)) throw orderNotFound(orderId);
+  if (!TABLE_NAME_PATTERN.test(name)) throw tableNotFound(orderId, name);
+}
+
+type Found = { order_found: boolean; table_found: boolean | null };
+
+function foundOrThrow(row: Found | undefined, orderId: string, name: string): void {
+  if (!row) throw orderNotFound(orderId);
+  if (!row.table_found) throw tableNotFound(orderId, name);
+}
+
+/** `GET /orders/{id}/tables/{name}`: the table with its current version. */
+export async function tableJson(
+  buyerId: string,
+  orderId: string,
+  name: string,
+  sql: SqlRunner = sqlQuery,
+): Promise<string> {
+  checkNames(orderId, name);
+  const query = Prisma.sql`
+    SELECT true AS order_found, vt.id IS NOT NULL AS table_found,
+      (SELECT ${TABLE_JSON}::text FROM order_tables t
+         LEFT JOIN table_versions v ON v.table_id = t.id AND v.version = t.current_version
+       WHERE t.id = vt.id) AS table
+    ${scopedTable(orderId, buyerId, name)}`;
+  const [row] = await sql<Found & { table: string }>(query.text, query.values);
+  foundOrThrow(row, orderId, name);
+  return row!.table;
+}
+
+/** `GET /orders/{id}/tables/{name}/versions`: a page of versions, newest first; pruned versions are gone. */
+export async function versionPageJson(
+  buyerId: string,
+  orderId: string,
+  name: string,
+  page: { limit: number; offset: number },
+  sql: SqlRunner = sqlQuery,
+): Promise<string> {
+  checkNames(orderId, name);
+  const query = Prisma.sql`
+    SELECT true AS order_found, vt.id IS NOT NULL AS table_found,
+      (SELECT count(*)::int FROM (
+         SELECT 1 FROM table_versions v WHERE v.table_id = vt.id AND v.pruned_at IS NULL
+         ORDER BY v.version DESC OFFSET ${page.offset} LIMIT ${page.limit + 1}) fetched) AS fetched,
+      COALESCE((SELECT json_agg(${VERSION_JSON} ORDER BY v.version DESC) FROM (
+         SELECT * FROM table_versions v WHERE v.table_id = vt.id AND v.pruned_at IS NULL
+         ORDER BY v.version DESC OFFSET ${page.offset} LIMIT ${page.limit}) v), '[]'::json)::text AS data
+    ${scopedTable(orderId, buyerId, name)}`;
+  const [row] = await sql<Found & { fetched: number; data: string }>(query.text, query.values);
+  foundOrThrow(row, orderId, name);
+  const nextOffset = row!.fetched > page.limit ? page.offset + page.limit : null;
+  return `{"data":${row!.data},"next_offset":${nextOffset}}`;
+}
+
+/** `GET /orders/{id}/tables/{name}/versions/{version}`: one version, or version_not_found (never made, or pruned). */
+export async function versionJson(
+  buyerId: string,
+  orderId: string,
+  name: string,
+  version: number,
+  sql: SqlRunner = sqlQuery,
+): Promise<string> {
+  checkNames(orderId, name);
+  const query = Prisma.sql`
+    SELECT true AS order_found, vt.id IS NOT NULL AS table_found,
+      (SELECT ${VERSION_JSON}::text FROM table_versions v
+       WHERE v.table_id = vt.id AND v.version = ${version} AND v.pruned_at IS NULL) AS version
+    ${scopedTable(orderId, buyerId, name)}`;
+  const [row] = await sql<Found & { version: string | null }>(query.text, query.values);
+  foundOrThrow(row, orderId, name);
+  if (!row!.version) throw versionNotFound(name, version);
+  return row!.version;
+}
+
+export function tableNotFound(orderId: string, name: string): AppError {
+  return new AppError("table_not_found", `Order ${orderId} has no table named ${JSON.stringify(name.slice(0, 70))}.`);
+}
+
+export function versionNotFound(name: string, version: number): AppError {
+  return new AppError(
+    "version_not_found",
+    `Table ${name} has no version ${version}: it was never made, or it was pruned (the dashboard and the versions list show the versions kept).`,
+  );
+}
+
+/**
+ * `GET .../versions/{version}/changes?format=`: the version's change file as a download target
+ * (the file itself for parquet, else its CSV or JSON Lines rendition, made on first request), with
+ * the checks of a file download (the order delivered). A version whose change file is still being
+ * made (one made before change files existed) is answered like a rendition being made.
+ */
+export async function changeFileTarget(
+  buyerId: string,
+  orderId: string,
+  name: string,
+  version: number,
+  format: RenditionFormat | undefined,
+  sql: SqlRunner = sqlQuery,
+): Promise<DownloadTarget> {
+  checkNames(orderId, name);
+  const query = Prisma.sql`
+    SELECT true AS order_found, vt.id IS NOT NULL AS table_found,
+      (SELECT json_build_object('pruned', v.pruned_at IS NOT NULL, 'file', v.change_file_id)
+       FROM table_versions v WHERE v.table_id = vt.id AND v.version = ${version}) AS version
+    ${scopedTable(orderId, buyerId, name)}`;
+  const [row] = await sql<Found & { version: { pruned: boolean; file: string | null } | null }>(
+    query.text,
+    query.values,
+  );
+  foundOrThrow(row, orderId, name);
+  if (!row!.version || row!.version.pruned) throw versionNotFound(name, version);
+  if (!row!.version.file) {
+    throw new AppError(
+      "rendition_pending",
+      `The change file of ${name} version ${version} is being made. Ask again in ${RENDITION_RETRY_AFTER_SECONDS} seconds.`,
+      { "Retry-After": String(RENDITION_RETRY_AFTER_SECONDS) },
+    );
+  }
+  return downloadTargetFor(buyerId, orderId, row!.version.file, format ?? "parquet", sql);
+}
