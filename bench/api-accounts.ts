@@ -1,8 +1,9 @@
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { parseArgs } from "node:util";
 import pg from "pg";
 import { generateSecret, hashSecret, secretDisplayParts } from "../lib/keys/secret";
 import { createRateLimiter } from "../lib/ratelimit";
@@ -42,8 +43,16 @@ import { ensureSeeded, seededBuyers } from "./lib/seed";
  * made one request); cold start (`npm start` to the first answered API request) and a fresh
  * clone's `npm install` (BENCH_INSTALL=0 skips it).
  * BENCH_SECONDS, BENCH_WARMUP_SECONDS, BENCH_CONNECTIONS, BENCH_ACCOUNTS (10,000), BENCH_MEMORY_ACCOUNTS (100,000).
+ *
+ * `--baseline DIR`: an A/B comparison with another checkout of the app, built (e.g. `git worktree add DIR
+ * <parent commit> && cd DIR && npm ci && npm run build`): in every round its server serves the same load,
+ * right before or after this checkout's (alternating), on the same database; the report adds this
+ * checkout's throughput and CPU per request as ratios to the baseline's (goals >= 0.95 and <= 1.05).
  */
 requireProductionBuild();
+const { values: options } = parseArgs({ options: { baseline: { type: "string" } } });
+const baselineDir = options.baseline && path.resolve(options.baseline);
+if (baselineDir) requireProductionBuild(baselineDir);
 const seconds = Number(process.env.BENCH_SECONDS ?? 20);
 const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -227,6 +236,10 @@ try {
   servers.push(floor);
   const app = await startAppServer({ databaseUrl, storageDir: path.join(workDir, "storage") });
   servers.push(app);
+  const baselineApp = baselineDir
+    ? await startAppServer({ databaseUrl, storageDir: path.join(workDir, "storage"), root: baselineDir })
+    : undefined;
+  if (baselineApp) servers.push(baselineApp);
   const redisApp = redisUrl
     ? await startAppServer({ databaseUrl, storageDir: path.join(workDir, "storage"), env: { REDIS_URL: redisUrl } })
     : undefined;
@@ -270,12 +283,20 @@ try {
     redis?: LoadResult;
     refused: LoadResult;
     statementsPerRequest: number;
+    baseline?: LoadResult;
   };
   const perRound: Round[] = [];
   let loadPeakRssKb = 0;
   for (let round = 1; round <= rounds; round++) {
     log(`round ${round} of ${rounds}: floor, ${connections} connections cycling through ${buyers.length} buyers`);
     const floorLoad = await runLoad(floor, { ...load, requestsFile: floorRequests });
+    // The baseline's turn comes before this checkout's in even rounds, after it in odd ones.
+    const baselineRun = async () => {
+      if (!baselineApp) return undefined;
+      log(`round ${round} of ${rounds}: baseline app (${baselineDir}), in-process limiter`);
+      return runLoad(baselineApp, { ...load, requestsFile: appRequests });
+    };
+    const baselineFirst = round % 2 === 0 ? await baselineRun() : undefined;
     log(`round ${round} of ${rounds}: app, in-process limiter`);
     const underLoad = sampler(appRss, 100);
     const commitsBefore = await commits();
@@ -283,6 +304,7 @@ try {
     // The load client's warm-up requests are not in requests_total: count statements against all it sent.
     const statementsPerRequest = (await commits()) - commitsBefore;
     loadPeakRssKb = Math.max(loadPeakRssKb, ...underLoad.stop());
+    const baselineLoad = baselineFirst ?? (await baselineRun());
     let redisLoad: LoadResult | undefined;
     if (redisApp) {
       log(`round ${round} of ${rounds}: app, REDIS_URL limiter`);
@@ -297,13 +319,15 @@ try {
       redis: redisLoad,
       refused: refusedLoad,
       statementsPerRequest: statementsPerRequest / (inProcessLoad.requests_total + inProcessLoad.warmup_requests),
+      baseline: baselineLoad,
     });
   }
   await floor.stop();
   servers.splice(servers.indexOf(floor), 1);
-  if (redisApp) {
-    await redisApp.stop();
-    servers.splice(servers.indexOf(redisApp), 1);
+  for (const other of [redisApp, baselineApp]) {
+    if (!other) continue;
+    await other.stop();
+    servers.splice(servers.indexOf(other), 1);
   }
 
   log(`memory: ${memoryAccounts} distinct accounts, one request each`);
@@ -341,6 +365,11 @@ try {
   const withRedis = (pick: (round: Round & { redis: LoadResult }) => number) =>
     redisApp ? figure((r) => pick(r as Round & { redis: LoadResult })) : undefined;
   const redisThroughput = withRedis((r) => r.redis.requests_per_s / r.floor.requests_per_s);
+  const withBaseline = (pick: (round: Round & { baseline: LoadResult }) => number) =>
+    baselineApp ? figure((r) => pick(r as Round & { baseline: LoadResult })) : undefined;
+  const abThroughput = withBaseline((r) => r.inProcess.requests_per_s / r.baseline.requests_per_s);
+  const abCpu = withBaseline((r) => cpuMsPerRequest(r.inProcess) / cpuMsPerRequest(r.baseline));
+  const abP99 = withBaseline((r) => r.inProcess.latency_ms.p99 / r.baseline.latency_ms.p99);
   const cpu429 = figure((r) => cpuMsPerRequest(r.refused) / cpuMsPerRequest(r.inProcess));
   const statements = figure((r) => r.statementsPerRequest);
   const inProcessCpu = median(perRound.map((r) => cpuMsPerRequest(r.inProcess)));
@@ -383,6 +412,21 @@ try {
         in_process_cpu_per_request: goal(cpu, (value) => value <= 2.5, "<= 2.5"),
         redis_throughput: goal(redisThroughput, (value) => value >= 0.75, ">= 0.75"),
       },
+      baseline: baselineDir
+        ? {
+            dir: baselineDir,
+            commit: execFileSync("git", ["-C", baselineDir, "rev-parse", "HEAD"], { encoding: "utf8" }).trim(),
+            this_commit: execFileSync("git", ["rev-parse", "HEAD"], { encoding: "utf8" }).trim(),
+            rounds: perRound.map((r) => describeLoad(r.baseline!)),
+            throughput_to_baseline: abThroughput,
+            cpu_per_request_to_baseline: abCpu,
+            p99_to_baseline: abP99,
+            goals: {
+              throughput: goal(abThroughput, (value) => value >= 0.95, ">= 0.95"),
+              cpu_per_request: goal(abCpu, (value) => value <= 1.05, "<= 1.05"),
+            },
+          }
+        : "not run (no --baseline)",
       limiter_cost: limiter,
       over_limit: {
         share_of_requests_from_over_limit_accounts: OVER_LIMIT_SHARE,
@@ -409,6 +453,9 @@ try {
     `api-accounts (${buyers.length} accounts, limit on, ${rounds} interleaved rounds): in-process ${formatSpread(throughput)} of the floor's throughput, ` +
       `p99 ${formatSpread(p99)}, CPU/request ${formatSpread(cpu)}; ` +
       (redisThroughput ? `Redis ${formatSpread(redisThroughput)}; ` : "") +
+      (abThroughput && abCpu
+        ? `against the baseline: throughput ${formatSpread(abThroughput)}, CPU/request ${formatSpread(abCpu)}; `
+        : "") +
       `${statements.median} statements/request; CPU 429 to 200 ${formatSpread(cpu429)}; ` +
       `RSS idle ${mb(idleRssKb)} MB, load ${mb(loadPeakRssKb)} MB, +${mb(afterMemoryRunKb - beforeMemoryRunKb)} MB after ${memorySecrets.length} accounts; ` +
       `cold start ${round(coldStartSeconds, 1)} s`,

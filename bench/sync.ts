@@ -26,9 +26,10 @@ import { benchRounds, formatSpread, spread } from "./lib/interleaved";
  * The clients' `sync` against curl fetching the same URLs (a database of its own,
  * `dataset_access_bench_sync`; the account is exempt from the rate limit, as a sync of 1,000 files
  * at 60/minute would measure the limit):
- * - 1,000 small files (1 KiB) of one order: `dataset-access sync` (TypeScript) and
- *   `python3 dataset_access.py sync`, each from an empty directory, against one curl process
- *   fetching the 1,000 API URLs with -L (connections reused; no checksum);
+ * - 1,000 small files (1 KiB) of one order: `dataset-access sync` (TypeScript; 4 files at once,
+ *   its default, and `--concurrency 1`) and `python3 dataset_access.py sync`, each from an empty
+ *   directory, against one curl process fetching the 1,000 API URLs with -L (connections reused;
+ *   no checksum);
  * - one 1 GiB file: the same, against the floor of a verifying download, `curl | tee | sha256sum`.
  * BENCH_ROUNDS (at least 3) interleaved rounds; each ratio is the median of the rounds' with its spread.
  */
@@ -95,8 +96,12 @@ try {
   });
   stopApp = app.stop;
   const clientEnv = (buyer: string) => ({ DATASET_ACCESS_URL: app.url, DATASET_ACCESS_KEY: keys.get(buyer)! });
-  const ts = (dir: string, buyer: string) =>
-    timed(process.execPath, ["clients/typescript/dist/cli.js", "sync", "--dir", dir, "--json"], clientEnv(buyer));
+  const ts = (dir: string, buyer: string, extra: string[] = []) =>
+    timed(
+      process.execPath,
+      ["clients/typescript/dist/cli.js", "sync", "--dir", dir, "--json", ...extra],
+      clientEnv(buyer),
+    );
   const py = (dir: string, buyer: string) =>
     timed("python3", ["clients/python/dataset_access.py", "sync", "--dir", dir, "--json"], clientEnv(buyer));
   const curlConfig = async (name: string, urls: [string, string][]) => {
@@ -141,6 +146,7 @@ try {
   const runs: {
     smallCurl: number;
     smallTs: number;
+    smallTsOne: number;
     smallPy: number;
     bigCurl: number;
     bigFloor: number;
@@ -153,6 +159,8 @@ try {
     log(`round ${round + 1} of ${rounds}: ${SMALL_FILES} small files`);
     const smallCurl = await timed("curl", ["-sS", "-L", "--fail", "-H", auth(small.id), "--config", smallConfig]);
     const smallTs = await ts(path.join(workDir, `ts-small-${round}`), small.id);
+    // The same client one file at a time, as it was before `--concurrency` (default 4).
+    const smallTsOne = await ts(path.join(workDir, `ts-one-small-${round}`), small.id, ["--concurrency", "1"]);
     const smallPy = await py(path.join(workDir, `py-small-${round}`), small.id);
     if (round === 0) smallRerun = await ts(path.join(workDir, "ts-small-0"), small.id);
     log(`round ${round + 1} of ${rounds}: one ${BIG_BYTES / 1024 / 1024} MiB file`);
@@ -164,7 +172,7 @@ try {
     await fs.rm(path.join(workDir, "ts-big"), { recursive: true });
     const bigPy = await py(path.join(workDir, "py-big"), big.id);
     await fs.rm(path.join(workDir, "py-big"), { recursive: true });
-    runs.push({ smallCurl, smallTs, smallPy, bigCurl, bigFloor, bigOpenssl, bigTs, bigPy });
+    runs.push({ smallCurl, smallTs, smallTsOne, smallPy, bigCurl, bigFloor, bigOpenssl, bigTs, bigPy });
   }
 
   const mibps = (seconds: number) => round(BIG_BYTES / 1024 / 1024 / seconds, 1);
@@ -176,6 +184,7 @@ try {
     python: spread(runs.map((run) => run[baseline] / run[py])),
   });
   const smallToCurl = clientsAgainst("smallCurl", "smallTs", "smallPy");
+  const smallOneToCurl = spread(runs.map((run) => run.smallCurl / run.smallTsOne));
   const bigToFloor = clientsAgainst("bigFloor");
   const bigToOpenssl = clientsAgainst("bigOpenssl");
   const bigToCurl = clientsAgainst("bigCurl");
@@ -190,6 +199,8 @@ try {
         python_sync_s: medianOf((run) => run.smallPy),
         typescript_rerun_nothing_to_fetch_s: round(smallRerun, 2),
         typescript_to_curl: smallToCurl.typescript,
+        typescript_one_at_a_time_s: medianOf((run) => run.smallTsOne),
+        typescript_one_at_a_time_to_curl: smallOneToCurl,
         python_to_curl: smallToCurl.python,
       },
       big_mib: BIG_BYTES / 1024 / 1024,
@@ -214,6 +225,7 @@ try {
         python_to_curl_alone: bigToCurl.python,
       },
       goals: {
+        typescript_small: { goal: ">= 0.9 of curl", met: smallToCurl.typescript.median >= 0.9 },
         typescript_big: { goal: ">= 0.9 of the floor", met: bigToFloor.typescript.median >= 0.9 },
         python_big: { goal: ">= 0.8 of the floor", met: bigToFloor.python.median >= 0.8 },
       },

@@ -84,8 +84,13 @@ export async function startProcessServer(options: {
   port: number;
   readyPath: string;
   name: string;
+  cwd?: string;
 }): Promise<Server> {
-  const child = spawn(options.command, options.args, { env: options.env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(options.command, options.args, {
+    env: options.env,
+    cwd: options.cwd,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   running.add(child);
   let output = "";
   child.stdout?.on("data", (chunk) => (output = (output + chunk).slice(-20_000)));
@@ -114,16 +119,20 @@ export async function startAppServer(options: {
   databaseUrl: string;
   storageDir: string;
   env?: Record<string, string>;
+  /** Another checkout of the app, built (`--baseline` of the A/B benchmarks): its server instead of this one's. */
+  root?: string;
 }): Promise<Server> {
-  requireProductionBuild();
+  const root = path.resolve(options.root ?? ".");
+  requireProductionBuild(root);
   const port = await freePort();
   // No shared rate-limit store: the in-process limiter (the benchmark buyers are exempt from it anyway).
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of ["REDIS_URL", "UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "APP_URL"]) delete env[name];
   return startProcessServer({
-    name: "app server",
+    name: options.root ? `app server of ${root}` : "app server",
     command: process.execPath,
-    args: ["--import", "tsx", path.resolve("scripts/serve.ts"), "start", "--hostname", "127.0.0.1"],
+    args: ["--import", "tsx", path.join(root, "scripts/serve.ts"), "start", "--hostname", "127.0.0.1"],
+    cwd: root,
     env: {
       ...env,
       NODE_ENV: "production",
@@ -153,9 +162,11 @@ export async function startFloorServer(env: Record<string, string>): Promise<Ser
   });
 }
 
-export function requireProductionBuild(): void {
-  if (!existsSync(path.resolve(".next/BUILD_ID"))) {
-    console.error("No production build (.next is missing): run `npm run build` first.");
+export function requireProductionBuild(root = "."): void {
+  if (!existsSync(path.resolve(root, ".next/BUILD_ID"))) {
+    console.error(
+      `No production build (${path.resolve(root, ".next")} is missing): run \`npm run build\` there first.`,
+    );
     process.exit(1);
   }
 }

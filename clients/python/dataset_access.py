@@ -11,6 +11,8 @@
     frame = client.read_pandas(order, "products.csv")           # a DataFrame (needs pandas)
 
     python3 dataset_access.py sync --dir data/ [--format parquet|csv|jsonl] [--delete] [--json]
+    python3 dataset_access.py tables --order ORDER
+    python3 dataset_access.py changes --order ORDER --table NAME --since N --dir changes/ [--format jsonl]
 
 Requests are retried on 429 and 503 after their Retry-After, on other 5xx and network errors with
 jittered exponential backoff, never on other 4xx; the client paces itself from the RateLimit header
@@ -53,6 +55,9 @@ __all__ = [
     "UnsafeResponseError",
     "VerificationError",
     "rendition_name",
+    "change_file_name",
+    "changes",
+    "CHANGES_MANIFEST_NAME",
     "sync",
     "MANIFEST_NAME",
     "RENDITION_FORMATS",
@@ -130,11 +135,67 @@ def _rendition_retry_seconds(value):
     return max(1, 5 if seconds is None else seconds)
 
 
+class _Pacer:
+    """Requests one at a time under the server's sliding-window limit, from its RateLimit headers alone, so that a
+    client alone on its account never meets a 429 (the TypeScript client's pacing.ts, for one request at a time).
+    What is left never shrinks with time alone, so an answer's `r` can be spent at once; once nothing is left, one
+    more request fits a slot (w/q) after the end of the window that held the last of those, then one a slot after the
+    previous one's answer in every later window, and the client stays at that rate (the limit's, less a round trip
+    per request) until an answer tells half the quota left."""
+
+    def __init__(self, clock):
+        self.clock = clock
+        self.left = None  # what the last answer left; None: never told, not limited
+        self.paced = False
+        self.slot = 0.0  # seconds, w/q, once told
+        self.counted = True  # whether the request in flight spent `left` (else it was paced)
+        self.counted_window_end = 0.0
+        self.told_window_end = 0.0
+        self.last_paced_at = float("-inf")  # when the last paced request was answered
+
+    def wait_seconds(self):
+        """Seconds to wait before the next request (0: now)."""
+        if not self.paced and (self.left is None or self.left > 0):
+            return 0.0
+        self.paced = True
+        if self.slot > 0:
+            at = max(self.counted_window_end + self.slot, self.last_paced_at + self.slot)
+        else:
+            at = max(self.told_window_end, self.last_paced_at)
+        return max(0.0, at - self.clock())
+
+    def sending(self):
+        self.counted = not self.paced
+
+    def ended(self):
+        """The request in flight was answered or failed. A paced one was counted, if at all, by now: the next paced
+        one waits a slot from here, so that the server counts them at least a slot apart however long each took."""
+        if not self.counted:
+            self.last_paced_at = self.clock()
+
+    def answered(self, headers):
+        self.ended()
+        state = re.search(r"(?:^|;)\s*r=(\d+)\s*;\s*t=(\d+)", headers.get("RateLimit") or "")
+        if not state:
+            return
+        policy = re.search(r"(?:^|;)\s*q=(\d+)\s*;\s*w=(\d+)", headers.get("RateLimit-Policy") or "")
+        quota = int(policy.group(1)) if policy else 0
+        if quota > 0:
+            self.slot = int(policy.group(2)) / quota
+        self.left = int(state.group(1))
+        # `t` is rounded up and read after the server's count: never before the window's real end.
+        self.told_window_end = self.clock() + int(state.group(2))
+        if self.counted:
+            self.counted_window_end = max(self.counted_window_end, self.told_window_end)
+        if self.paced and quota > 0 and self.left >= max(2, quota / 2):
+            self.paced = False
+
+
 class Client:
     """A client of the Dataset Access API (a key with datasets:read)."""
 
     def __init__(self, base_url=None, api_key=None, max_retries=8, max_delay=60.0, sleep=time.sleep, on_wait=None,
-                 rendition_wait=DEFAULT_RENDITION_WAIT):
+                 rendition_wait=DEFAULT_RENDITION_WAIT, clock=time.time):
         base_url = base_url or os.environ.get("DATASET_ACCESS_URL")
         api_key = api_key or os.environ.get("DATASET_ACCESS_KEY")
         if not base_url:
@@ -149,7 +210,7 @@ class Client:
         self.on_wait = on_wait
         self.rendition_wait = rendition_wait
         self.rate_limited_responses = 0
-        self._paused_until = 0.0
+        self._pacer = _Pacer(clock)
         self._api = urllib.request.build_opener(_NoRedirect)
 
     # -- transport ------------------------------------------------------------------------
@@ -163,28 +224,25 @@ class Client:
     def _backoff(self, attempt):
         return random.uniform(0, min(self.max_delay, 0.5 * 2 ** attempt))
 
-    def _note_pacing(self, headers):
-        match = re.search(r"(?:^|;)\s*r=(\d+)\s*;\s*t=(\d+)", headers.get("RateLimit") or "")
-        if match and int(match.group(1)) == 0:
-            self._paused_until = time.time() + int(match.group(2))
-
     def _request(self, path):
         """GET an API path: (status, headers, body bytes); a redirect is answered, not followed."""
         url = self.base + path
         for attempt in range(self.max_retries + 1):
-            pause = self._paused_until - time.time()
-            if pause > 0:
-                self._wait("pacing", pause)
+            pause = self._pacer.wait_seconds()
+            while pause > 0:  # in waits of at most max_delay each
+                self._wait("pacing", min(pause, self.max_delay))
+                pause -= self.max_delay
+            self._pacer.sending()
             request = urllib.request.Request(
                 url, headers={"Authorization": "Bearer " + self.api_key, "User-Agent": USER_AGENT}
             )
             try:
                 with self._api.open(request, timeout=60) as response:
-                    self._note_pacing(response.headers)
+                    self._pacer.answered(response.headers)
                     return response.status, response.headers, response.read()
             except urllib.error.HTTPError as error:
                 body = error.read()
-                self._note_pacing(error.headers)
+                self._pacer.answered(error.headers)
                 status = error.code
                 if status in (301, 302, 303, 307, 308):
                     return status, error.headers, body
@@ -199,6 +257,7 @@ class Client:
                 else:
                     self._wait("unavailable", self._backoff(attempt))
             except (urllib.error.URLError, OSError) as error:
+                self._pacer.ended()
                 if attempt >= self.max_retries:
                     raise NetworkError("GET %s failed: %s" % (url, error))
                 self._wait("network", self._backoff(attempt))
@@ -269,13 +328,14 @@ class Client:
                 self.sleep(seconds)
                 waited = True
 
-    def _rendition_expected(self, order_id, file, format, stale):
+    def _rendition_expected(self, order_id, file, format, stale, refresh=None):
         """The size and sha256 a rendition must have: from the order as read, unless it was not ready then
-        (or the download had to wait for it); else from the order read again now."""
+        (or the download had to wait for it); else from the order (or `refresh()`'s files) read again now."""
         listed = None if stale else _ready_rendition(file, format)
         if listed:
             return listed
-        fresh = [f for f in self.get_order(order_id)["files"] if f["id"] == file["id"]]
+        files = refresh() if refresh else self.get_order(order_id)["files"]
+        fresh = [f for f in files if f["id"] == file["id"]]
         ready = fresh and _ready_rendition(fresh[0], format)
         if not ready:
             raise VerificationError("%s: the API gives no size and sha256 for its %s rendition" % (file["name"], format))
@@ -293,7 +353,8 @@ class Client:
             )
         return order, found[0]
 
-    def download(self, order, file, dest, on_progress=None, attempts=5, format=None, rendition_wait=None):
+    def download(self, order, file, dest, on_progress=None, attempts=5, format=None, rendition_wait=None,
+                 _refresh=None):
         """Downloads `file` (a File object, id or name) of `order` (an Order or id) to `dest`.
 
         Resumes `dest.part`, verifies size and sha256, renames into place only then. With `format`
@@ -313,7 +374,7 @@ class Client:
         if rendition:
             link, waited = self._waited_link(order["id"], file, rendition,
                                              self.rendition_wait if rendition_wait is None else rendition_wait)
-            expected = self._rendition_expected(order["id"], file, rendition, waited)
+            expected = self._rendition_expected(order["id"], file, rendition, waited, _refresh)
             first_link.append(link)
 
         def next_link():
@@ -337,14 +398,164 @@ class Client:
         """
         pandas = _import_pandas()
         order, file = self._order_and_file(order, file)
+        with tempfile.TemporaryDirectory(prefix="dataset-access-") as directory:
+            return self._read_file_frame(pandas, order, file, format, directory)
+
+    def _read_file_frame(self, pandas, order, file, format, directory, refresh=None):
+        """One file of `order` read into a DataFrame through a verified download into `directory` (see read_pandas)."""
         format = format or _pandas_format(file)
         if format == "parquet" and importlib.util.find_spec("pyarrow") is None:
             raise ImportError(_PYARROW_MISSING, name="pyarrow")
-        with tempfile.TemporaryDirectory(prefix="dataset-access-") as directory:
-            path = os.path.join(directory, "data")
-            result = self.download(order, file, path, format=format)
-            compression = None if result["rendition"] else file.get("compression")
+        path = os.path.join(directory, file["id"])
+        result = self.download(order, file, path, format=format, _refresh=refresh)
+        compression = None if result["rendition"] else file.get("compression")
+        try:
             return _read_frame(pandas, path, result["format"], compression)
+        finally:
+            os.remove(path)
+
+    # -- tables, versions and the change feed ------------------------------------------------
+
+    def _table_path(self, order_id, table):
+        return "/orders/%s/tables/%s" % (urllib.parse.quote(order_id, safe=""), urllib.parse.quote(table, safe=""))
+
+    def tables(self, order_id):
+        """The order's tables, each as of its current version: {name, mode, key, version, rows, columns, updated_at}."""
+        return self.get_order(order_id).get("tables") or []
+
+    def table(self, order_id, table):
+        """One table of the order, as of its current version (404 table_not_found when there is none of that name)."""
+        return self._json(self._table_path(order_id, table))
+
+    def iter_versions(self, order_id, table, page_size=50):
+        """Every kept version of a table (pruned ones are gone), newest first, page by page: each
+        {version, mode, created_at, rows, columns, changes, files}."""
+        offset = 0
+        while offset is not None:
+            page = self._json(self._table_path(order_id, table) + "/versions?"
+                              + urllib.parse.urlencode({"limit": page_size, "offset": offset}))
+            for version in page["data"]:
+                yield version
+            offset = page["next_offset"]
+
+    def versions(self, order_id, table):
+        """Every kept version of a table, newest first, as a list (see iter_versions)."""
+        return list(self.iter_versions(order_id, table))
+
+    def version(self, order_id, table, version):
+        """One version of a table (404 version_not_found when it was never made, or was pruned)."""
+        return self._json("%s/versions/%d" % (self._table_path(order_id, table), int(version)))
+
+    def changes_link(self, order_id, table, version, format="parquet"):
+        """A fresh signed link to a version's change file (parquet, or its csv or jsonl form), not followed;
+        RenditionPendingError (the 202) while the server makes it."""
+        path = "%s/versions/%d/changes?%s" % (self._table_path(order_id, table), int(version),
+                                                urllib.parse.urlencode({"format": format}))
+        status, headers, body = self._request(path)
+        if status == 302 and headers.get("Location"):
+            link = urllib.parse.urljoin(self.base + path, headers["Location"])
+            scheme = urllib.parse.urlsplit(link).scheme
+            if scheme not in ("http", "https"):
+                raise UnsafeResponseError("the download link is not http(s) but %s:" % scheme)
+            return link
+        if status == 202:
+            raise RenditionPendingError("the change file of %s version %s as %s is being made" % (table, version, format),
+                                        _rendition_retry_seconds(headers.get("Retry-After")))
+        raise _problem(status, headers, body)
+
+    def download_changes(self, order_id, table, version, dest, format="parquet", wait=None, on_progress=None,
+                         attempts=5):
+        """Downloads a version's change file to `dest`: waits while the server makes it (each 202's Retry-After,
+        at most `wait` seconds, default the client's rendition_wait), resumes `dest.part`, checks the bytes
+        against the size the link answers and the sha256 its ETag gives when it is one (this server's links;
+        the API gives no sha256 for change files). Answers a dict: bytes_fetched, resumed_from, restarted,
+        size, sha256 (computed of what was written) and verified_by ("sha256" or "size")."""
+        deadline = time.time() + (self.rendition_wait if wait is None else wait)
+        links = []
+        while not links:
+            try:
+                links.append(self.changes_link(order_id, table, version, format))
+            except RenditionPendingError as error:
+                left = deadline - time.time()
+                if left <= 0:
+                    raise RenditionPendingError("the change file of %s version %s as %s: still being made when the "
+                                                "wait for it ran out" % (table, version, format), error.retry_after)
+                seconds = min(error.retry_after, left)
+                if self.on_wait:
+                    self.on_wait("rendition", seconds)
+                self.sleep(seconds)
+
+        def next_link():
+            return links.pop() if links else self.changes_link(order_id, table, version, format)
+
+        return _download_verified(next_link, dest, None, on_progress=on_progress, attempts=attempts)
+
+    def read_table_pandas(self, order_id, table, version=None):
+        """A table as one pandas DataFrame: every part of `version` (default: the current one) read as
+        read_pandas reads a file (verified by its sha256; Parquet parts through their JSON Lines rendition
+        when pyarrow is missing) and concatenated in name order. For an append table, the table as of that
+        version: the parts of every kept version up to it."""
+        pandas = _import_pandas()
+        if version is None:
+            version = self.table(order_id, table)["version"]
+            if version is None:
+                raise DatasetAccessError(404, {"code": "version_not_found",
+                                               "detail": "Table %s has no version yet." % table})
+        chosen = self.version(order_id, table, version)
+        versions = [chosen]
+        if chosen["mode"] == "append":
+            versions = sorted((v for v in self.iter_versions(order_id, table) if v["version"] <= chosen["version"]),
+                              key=lambda v: v["version"])
+        frames = []
+        with tempfile.TemporaryDirectory(prefix="dataset-access-") as directory:
+            for each in versions:
+                order = {"id": order_id, "files": each["files"]}
+
+                def refresh(number=each["version"]):
+                    return self.version(order_id, table, number)["files"]
+
+                for file in each["files"]:
+                    frames.append(self._read_file_frame(pandas, order, file, None, directory, refresh))
+        columns = [column["name"] for column in chosen["columns"]]
+        if not frames:
+            return pandas.DataFrame(columns=columns)
+        return pandas.concat(frames, ignore_index=True)[columns]
+
+    def read_changes_pandas(self, order_id, table, since_version):
+        """What changed in a table after `since_version`, as one pandas DataFrame: the change files of every
+        later version, oldest first, with the table's columns, `_change_type` (insert, delete,
+        update_preimage, update_postimage), `_commit_version` and `_commit_timestamp` (the version's
+        created_at, UTC), as Delta's change data feed has them. Parquet with pyarrow, else the change files'
+        JSON Lines form. A version after `since_version` that was pruned raises DatasetAccessError
+        (version_not_found): its changes cannot be had, read the table whole instead."""
+        pandas = _import_pandas()
+        current = self.table(order_id, table)["version"] or 0
+        wanted = sorted((v for v in self.iter_versions(order_id, table) if v["version"] > since_version),
+                        key=lambda v: v["version"])
+        missing = sorted(set(range(int(since_version) + 1, current + 1)) - {v["version"] for v in wanted})
+        if missing:
+            raise DatasetAccessError(404, {"code": "version_not_found", "detail": (
+                "Table %s: versions %s were pruned, so the changes since version %s cannot be had; read the "
+                "table's current version whole instead." % (table, ", ".join(map(str, missing)), since_version))})
+        format = "parquet" if importlib.util.find_spec("pyarrow") is not None else "jsonl"
+        frames = []
+        with tempfile.TemporaryDirectory(prefix="dataset-access-") as directory:
+            for each in wanted:
+                path = os.path.join(directory, "v%d.%s" % (each["version"], format))
+                result = self.download_changes(order_id, table, each["version"], path, format=format)
+                columns = [column["name"] for column in each["columns"]] + ["_change_type"]
+                if result["size"] == 0 or (format == "jsonl" and not _has_a_line(path)):
+                    frame = pandas.DataFrame(columns=columns)
+                else:
+                    frame = _read_frame(pandas, path, format, None)
+                os.remove(path)
+                frame["_commit_version"] = each["version"]
+                frame["_commit_timestamp"] = pandas.Timestamp(each["created_at"])
+                frames.append(frame)
+        if not frames:
+            columns = [column["name"] for column in self.table(order_id, table).get("columns") or []]
+            return pandas.DataFrame(columns=columns + ["_change_type", "_commit_version", "_commit_timestamp"])
+        return pandas.concat(frames, ignore_index=True)
 
 
 def _problem(status, headers, body):
@@ -418,24 +629,39 @@ def _read_etag(path):
         return None
 
 
+_SHA256_ETAG = re.compile(r'"([0-9a-f]{64})"')
+_RANGE_TOTAL = re.compile(r"/(\d+)\s*$")
+
+
+def _range_total(value):
+    """The whole size from Content-Range (`bytes 0-9/1234`, `bytes */1234`), or None."""
+    match = _RANGE_TOTAL.search(value or "")
+    return int(match.group(1)) if match else None
+
+
 def _download_verified(signed_link, dest, expected, on_progress=None, attempts=5):
     """Fetches a signed link into `dest` (see Client.download). A symbolic link where `dest.part` or its
-    ETag file goes is refused (UnsafeResponseError), never written through."""
+    ETag file goes is refused (UnsafeResponseError), never written through. `expected` None (a change
+    file, of which the API gives no sha256): the size is the answer's (Content-Length, Content-Range) and
+    the sha256 its strong ETag when that is one (this server's links); else the sha256 is only computed.
+    Answers bytes_fetched, resumed_from, restarted, size, sha256 and verified_by."""
     os.makedirs(os.path.dirname(os.path.abspath(dest)), exist_ok=True)
     part, etag_file = dest + ".part", dest + ".part.etag"
+    learning = expected is None
+    want = {"size": None, "sha256": None} if learning else {"size": expected["size"], "sha256": expected["sha256"]}
     fetched, resumed_from, restarted = 0, None, False
     attempt = 0
     while True:
         attempt += 1
         have = _partial_size(part)
-        if have > expected["size"]:
+        if want["size"] is not None and have > want["size"]:
             os.remove(part)
             have = 0
         if resumed_from is None:
             resumed_from = have
         running = None
         try:
-            if have < expected["size"]:
+            if want["size"] is None or have < want["size"]:
                 headers = {"User-Agent": USER_AGENT}
                 if have > 0:
                     headers["Range"] = "bytes=%d-" % have
@@ -448,10 +674,20 @@ def _download_verified(signed_link, dest, expected, on_progress=None, attempts=5
                 except urllib.error.HTTPError as error:
                     if error.code != 416:
                         raise NetworkError("the download link answered %d" % error.code)
+                    if learning:
+                        want["size"] = _range_total(error.headers.get("Content-Range"))
+                    if want["size"] is None:
+                        raise NetworkError("the download link answered 416 without the size")
                     response = None
                 if response is not None:
                     with response:
                         append = response.status == 206 and have > 0
+                        if learning:
+                            length = response.headers.get("Content-Length")
+                            want["size"] = (_range_total(response.headers.get("Content-Range")) if append
+                                            else int(length) if length and length.isdigit() else None)
+                            tag = _SHA256_ETAG.fullmatch(response.headers.get("ETag") or "")
+                            want["sha256"] = tag.group(1) if tag else None
                         if response.headers.get("ETag"):
                             with _open_no_follow(etag_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "w") as handle:
                                 handle.write(response.headers["ETag"])
@@ -466,8 +702,9 @@ def _download_verified(signed_link, dest, expected, on_progress=None, attempts=5
                                 if on_progress:
                                     on_progress(len(chunk))
             size = _partial_size(part)
-            digest = (running.hexdigest() if running else _sha256(part)) if size == expected["size"] else None
-            if size != expected["size"] or digest != expected["sha256"]:
+            complete = want["size"] is None or size == want["size"]
+            digest = (running.hexdigest() if running else _sha256(part)) if complete else None
+            if not complete or (want["sha256"] is not None and digest != want["sha256"]):
                 for leftover in (part, etag_file):
                     if os.path.exists(leftover):
                         os.remove(leftover)
@@ -475,14 +712,16 @@ def _download_verified(signed_link, dest, expected, on_progress=None, attempts=5
                     restarted, resumed_from = True, 0
                     continue
                 raise VerificationError(
-                    "%s: got %d bytes%s, expected %d bytes with sha256 %s"
+                    "%s: got %d bytes%s, expected %s bytes%s"
                     % (os.path.basename(dest), size, " with sha256 " + digest if digest else "",
-                       expected["size"], expected["sha256"])
+                       "?" if want["size"] is None else want["size"],
+                       " with sha256 " + want["sha256"] if want["sha256"] else "")
                 )
             os.replace(part, dest)
             if os.path.exists(etag_file):
                 os.remove(etag_file)
-            return {"bytes_fetched": fetched, "resumed_from": resumed_from, "restarted": restarted}
+            return {"bytes_fetched": fetched, "resumed_from": resumed_from, "restarted": restarted, "size": size,
+                    "sha256": digest, "verified_by": "sha256" if want["sha256"] is not None else "size"}
         except (NetworkError, urllib.error.URLError, OSError) as error:
             if attempt >= attempts:
                 raise error if isinstance(error, NetworkError) else NetworkError(str(error))
@@ -723,6 +962,12 @@ def _pandas_format(file):
     return None
 
 
+def _has_a_line(path):
+    """Whether a JSON Lines file holds a row (pandas' reader refuses an empty file)."""
+    with open(path, "rb") as handle:
+        return any(line.strip() for line in handle)
+
+
 def _read_frame(pandas, path, format, compression):
     """A verified file of `format` (as the API names formats) read with pandas' own reader for it."""
     if format == "csv":
@@ -752,8 +997,8 @@ def _read_manifest(directory):
     return {"version": 1, "synced_at": None, "orders": {}}
 
 
-def _write_manifest(directory, manifest):
-    path = os.path.join(directory, MANIFEST_NAME)
+def _write_manifest(directory, manifest, name=MANIFEST_NAME):
+    path = os.path.join(directory, name)
     with open(path + ".tmp", "w") as handle:
         json.dump(manifest, handle, indent=2)
         handle.write("\n")
@@ -811,6 +1056,28 @@ def _note_no_rendition(report, order, file, reason):
     report["no_rendition"].append({"order": order["id"], "file": file["name"], "reason": reason})
 
 
+def _settle_superseded(root, order, manifest, delete, report, refuse):
+    """The files the manifest records for a delivered order whose id left its `files` list (a new snapshot
+    version replaced them): reported as kept, or with `delete` removed (regular files only)."""
+    entry = manifest["orders"].get(order.get("id"))
+    if not entry or _order_id_problem(order.get("id")):
+        return
+    listed = {file.get("id") for file in order["files"]}
+    for name, recorded in list(entry["files"].items()):
+        if recorded.get("id") in listed:
+            continue
+        if not delete:
+            report["superseded"].append({"order": order["id"], "file": name, "action": "kept"})
+            continue
+        try:
+            _remove_regular_file(_path_inside(root, order["id"], name))
+        except UnsafeResponseError as error:
+            refuse(order, name, str(error))
+            continue
+        del entry["files"][name]
+        report["superseded"].append({"order": order["id"], "file": name, "action": "deleted"})
+
+
 def _settle_refunded(root, order, manifest, delete, refuse):
     """A refunded order's local copy: reported, and with `delete` what this tool wrote of it removed: the
     files the manifest records there, then the directory if nothing else is left in it."""
@@ -866,6 +1133,7 @@ def sync(client, directory, delete=False, on_file=None, on_bytes=None, format=No
                   "no_rendition": 0},
         "bytes_fetched": 0,
         "refunded": [],
+        "superseded": [],
         "failures": [],
         "refused": [],
         "no_rendition": [],
@@ -924,12 +1192,109 @@ def sync(client, directory, delete=False, on_file=None, on_bytes=None, format=No
         progress()
 
     _deferring_pending(items, client.rendition_wait, fetch_one)
+    for order in delivered:
+        _settle_superseded(root, order, manifest, delete, report, refuse)
     for order in orders:
         if order["status"] == "refunded":
             report["refunded"].append(_settle_refunded(root, order, manifest, delete, refuse))
     manifest["synced_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     _write_manifest(root, manifest)
     report["rate_limited_responses"] = client.rate_limited_responses
+    return report
+
+
+# -- change files ---------------------------------------------------------------------------
+
+CHANGES_MANIFEST_NAME = ".dataset-access-changes.json"
+_TABLE_NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
+
+
+def change_file_name(table, version, format):
+    """The name a version's change file gets on disk: products.v7.changes.parquet."""
+    return "%s.v%d.changes.%s" % (table, version, format)
+
+
+def changes(client, order_id, table, since, directory, format="parquet", on_file=None):
+    """Fetches the change files of a table's versions after `since` into `directory` as
+    <table>.v<version>.changes.<format>, as the TypeScript client's `changes` does: each resumable (.part),
+    checked by the size its link answers and the sha256 its ETag gives where it is one, recorded with its
+    sha256 in directory/.dataset-access-changes.json; one recorded and present with its size is skipped.
+    Answers the same report: last_version (the `since` of the next run), files, pruned, failures."""
+    if _order_id_problem(order_id):
+        raise DatasetAccessError(404, {"code": "order_not_found", "detail": "%s: %s." % (
+            order_id, _order_id_problem(order_id))})
+    if not isinstance(table, str) or not _TABLE_NAME.fullmatch(table):
+        raise DatasetAccessError(404, {"code": "table_not_found",
+                                       "detail": "%s is not a table name (^[a-z][a-z0-9_]{0,62}$)." % json.dumps(table)})
+    since = int(since)
+    root = _target_directory(directory)
+    manifest_path = os.path.join(root, CHANGES_MANIFEST_NAME)
+    try:
+        with open(manifest_path) as handle:
+            manifest = json.load(handle)
+        if manifest.get("version") != 1 or not isinstance(manifest.get("files"), dict):
+            raise ValueError("not a manifest")
+    except (OSError, ValueError):
+        manifest = {"version": 1, "files": {}}
+    current = client.table(order_id, table)["version"]
+    report = {"order": order_id, "table": table, "format": format, "since": since, "current_version": current,
+              "last_version": since, "files": [], "pruned": [], "failures": []}
+    wanted = []
+    if current is not None and current > since:
+        for version in client.iter_versions(order_id, table):
+            # The number names a file here: a server's answer that is no positive integer is refused.
+            number = version.get("version")
+            if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+                raise UnsafeResponseError("the server listed a version %s: not a number" % json.dumps(number))
+            if number <= since:
+                break
+            wanted.append(version)
+    wanted.reverse()
+    kept = {version["version"] for version in wanted}
+    report["pruned"] = [number for number in range(since + 1, (current or 0) + 1) if number not in kept]
+
+    def fetch_one(version, wait, final):
+        name = change_file_name(table, version["version"], format)
+        dest = _path_inside(root, name)
+        entry = {"version": version["version"], "file": name, "path": dest, "changes": version["changes"],
+                 "created_at": version["created_at"]}
+        recorded = manifest["files"].get(name)
+        if (recorded and (recorded.get("order"), recorded.get("table"), recorded.get("version")) ==
+                (order_id, table, version["version"]) and _size(dest) == recorded.get("size")):
+            report["files"].append(dict(entry, size=recorded["size"], sha256=recorded["sha256"],
+                                        verified_by=recorded.get("verified_by"), action="skipped", bytes_fetched=0,
+                                        resumed_from=0))
+        else:
+            try:
+                result = client.download_changes(order_id, table, version["version"], dest, format=format, wait=wait)
+            except RenditionPendingError as error:
+                if not final:
+                    raise
+                report["failures"].append({"version": version["version"], "error": str(error)})
+                return
+            except (VerificationError, NetworkError) as error:
+                report["failures"].append({"version": version["version"], "error": str(error)})
+                return
+            except DatasetAccessError as error:
+                if error.code != "version_not_found":
+                    raise
+                report["failures"].append({"version": version["version"], "error": str(error)})
+                return
+            manifest["files"][name] = {"order": order_id, "table": table, "version": version["version"],
+                                       "format": format, "size": result["size"], "sha256": result["sha256"],
+                                       "verified_by": result["verified_by"]}
+            _write_manifest(root, manifest, CHANGES_MANIFEST_NAME)
+            report["files"].append(dict(entry, size=result["size"], sha256=result["sha256"],
+                                        verified_by=result["verified_by"], action="written",
+                                        bytes_fetched=result["bytes_fetched"], resumed_from=result["resumed_from"]))
+        if on_file:
+            on_file(version["version"], name)
+
+    _deferring_pending(wanted, client.rendition_wait, fetch_one)
+    report["files"].sort(key=lambda file: file["version"])
+    present = {file["version"] for file in report["files"]}
+    while report["last_version"] + 1 in present:
+        report["last_version"] += 1
     return report
 
 
@@ -980,6 +1345,9 @@ def _print_sync_report(report):
     for refunded in report["refunded"]:
         print("Refunded: %s (%s): %s" % (_for_terminal(refunded["id"]), _for_terminal(refunded["name"]),
                                          _refunded_outcome(refunded)))
+    for gone in report["superseded"]:
+        print("No longer in the order: %s/%s: %s" % (_for_terminal(gone["order"]), _for_terminal(gone["file"]),
+              "deleted" if gone["action"] == "deleted" else "kept (--delete removes it)"))
     for failure in report["failures"]:
         print("Failed: %s/%s: %s" % (_for_terminal(failure["order"]), _for_terminal(failure["file"]),
                                      _for_terminal(failure["error"])))
@@ -1062,9 +1430,20 @@ def main(argv=None):
     download.add_argument("--json", action="store_true")
     mirror = commands.add_parser("sync", help="mirror every delivered order's files into --dir")
     mirror.add_argument("--dir", required=True)
-    mirror.add_argument("--delete", action="store_true", help="remove what it wrote for refunded orders")
+    mirror.add_argument("--delete", action="store_true", help="remove what it wrote for refunded orders, and the "
+                        "files that left a delivered order's list (a new snapshot version's old parts)")
     mirror.add_argument("--json", action="store_true")
-    for command in (download, mirror):
+    listing = commands.add_parser("tables", help="list an order's tables: name, mode, key, version, rows, updated")
+    listing.add_argument("--order", required=True)
+    listing.add_argument("--json", action="store_true")
+    feed = commands.add_parser("changes", help="fetch the change files of the versions after --since into --dir; "
+                               "prints the last version written (the --since of the next run)")
+    feed.add_argument("--order", required=True)
+    feed.add_argument("--table", required=True)
+    feed.add_argument("--since", required=True, type=int)
+    feed.add_argument("--dir", required=True)
+    feed.add_argument("--json", action="store_true")
+    for command in (download, mirror, feed):
         command.add_argument("--format", choices=RENDITION_FORMATS,
                              help="each data file as this rendition (products.csv -> products.parquet), verified by "
                              "its sha256; a file already in it comes as it is; binary or unreadable files have none "
@@ -1087,6 +1466,38 @@ def main(argv=None):
                     print("%s  %-10s  %4d files  %s" % (_for_terminal(order["id"]), _for_terminal(order["status"]),
                                                         len(order["files"]), _for_terminal(order["name"])))
             return EXIT_OK
+        if args.command == "tables":
+            tables = client.tables(args.order)
+            if as_json:
+                print(json.dumps(tables, indent=2))
+            else:
+                rows = [("TABLE", "MODE", "KEY", "VERSION", "ROWS", "UPDATED")] + [
+                    (_for_terminal(t["name"]), _for_terminal(t["mode"]),
+                     _for_terminal(",".join(t["key"])) if t.get("key") else "-",
+                     "-" if t.get("version") is None else str(t["version"]),
+                     "-" if t.get("rows") is None else str(t["rows"]),
+                     _for_terminal(t["updated_at"]) if t.get("updated_at") else "-") for t in tables]
+                widths = [max(len(row[column]) for row in rows) for column in range(6)]
+                for row in rows:
+                    print("  ".join(cell.ljust(widths[column]) for column, cell in enumerate(row)).rstrip())
+            return EXIT_OK
+        if args.command == "changes":
+            if args.since < 0:
+                raise ValueError("--since must be a version number (0: from the first).")
+            report = changes(client, args.order, args.table, args.since, args.dir, format=args.format or "parquet",
+                             on_file=None if as_json else lambda version, name: print(
+                                 "version %d: %s" % (version, _for_terminal(name)), file=sys.stderr))
+            if as_json:
+                print(json.dumps(report, indent=2))
+            else:
+                if report["pruned"]:
+                    print("Pruned: versions %s are no longer kept: read the table's current version whole instead."
+                          % ", ".join(map(str, report["pruned"])), file=sys.stderr)
+                for failure in report["failures"]:
+                    print("Failed: version %d: %s" % (failure["version"], _for_terminal(failure["error"])),
+                          file=sys.stderr)
+                print("Last version written: %d" % report["last_version"])
+            return EXIT_FAILED_FILES if report["failures"] or report["pruned"] else EXIT_OK
         if args.command == "download":
             order = client.get_order(args.order)
             files = [f for f in order["files"] if not args.file or args.file in (f["id"], f["name"])]
@@ -1126,6 +1537,9 @@ def main(argv=None):
         return EXIT_NETWORK
     except VerificationError as error:
         print(_for_terminal(error), file=sys.stderr)
+        return EXIT_FAILED_FILES
+    except UnsafeResponseError as error:
+        print("Refused: %s" % _for_terminal(error), file=sys.stderr)
         return EXIT_FAILED_FILES
 
 

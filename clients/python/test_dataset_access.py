@@ -267,6 +267,118 @@ class ReadPandas(unittest.TestCase):
         self.assertIn("pip install pandas", answer["message"])
 
 
+@unittest.skipIf(EXPECT is None, "no server: run through tests/clients/python-client.test.ts")
+class TablesAgainstTheServer(unittest.TestCase):
+    """A keyed snapshot table `prices` of two parts a version, refreshed twice (EXPECT["tables"]): 50 products;
+    10 repriced, 41-50 gone, 51-60 new; 5 more."""
+
+    def setUp(self):
+        self.expect = EXPECT["tables"]
+        self.waits = []
+        self.client = dataset_access.Client(api_key=self.expect["key"],
+                                            on_wait=lambda reason, seconds: self.waits.append(reason))
+        self.order_id, self.table = self.expect["order_id"], self.expect["table"]
+        self.dir = tempfile.mkdtemp(prefix="dataset-access-py-")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def test_tables_versions_and_one_version(self):
+        tables = self.client.tables(self.order_id)
+        self.assertEqual([(t["name"], t["mode"], t["key"], t["version"], t["rows"]) for t in tables],
+                         [("prices", "snapshot", ["id"], 3, self.expect["rows"][2])])
+        self.assertEqual(self.client.table(self.order_id, "prices")["version"], 3)
+        versions = self.client.versions(self.order_id, self.table)
+        self.assertEqual([v["version"] for v in versions], [3, 2, 1])
+        self.assertEqual([v["changes"] for v in reversed(versions)], self.expect["changes"])
+        first = self.client.version(self.order_id, self.table, 1)
+        self.assertEqual(sorted(f["name"] for f in first["files"]), ["prices-1a.csv", "prices-1b.csv"])
+        with self.assertRaises(dataset_access.DatasetAccessError) as raised:
+            self.client.version(self.order_id, self.table, 9)
+        self.assertEqual(raised.exception.code, "version_not_found")
+
+    def test_download_changes_is_checked_by_the_links_sha256_and_resumes(self):
+        dest = os.path.join(self.dir, "prices.v2.changes.parquet")
+        result = self.client.download_changes(self.order_id, self.table, 2, dest)
+        self.assertEqual((result["verified_by"], result["resumed_from"]), ("sha256", 0))
+        self.assertEqual(sha256_of(dest), result["sha256"])
+        with open(dest, "rb") as handle:
+            content = handle.read()
+        os.remove(dest)
+        with open(dest + ".part", "wb") as handle:
+            handle.write(content[:100])
+        again = self.client.download_changes(self.order_id, self.table, 2, dest)
+        self.assertEqual((again["resumed_from"], again["bytes_fetched"]), (100, len(content) - 100))
+        self.assertEqual(sha256_of(dest), result["sha256"])
+
+    def test_the_changes_command_writes_every_later_version_and_a_rerun_fetches_nothing(self):
+        command = [sys.executable, os.path.join(HERE, "dataset_access.py"), "changes", "--order", self.order_id,
+                   "--table", self.table, "--since", "1", "--dir", self.dir, "--json"]
+        environment = dict(os.environ, DATASET_ACCESS_KEY=self.expect["key"])
+        run = subprocess.run(command, capture_output=True, text=True, check=False, env=environment)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        report = json.loads(run.stdout)
+        self.assertEqual((report["current_version"], report["last_version"], report["pruned"]), (3, 3, []))
+        self.assertEqual([(f["file"], f["action"], f["verified_by"]) for f in report["files"]],
+                         [("prices.v2.changes.parquet", "written", "sha256"),
+                          ("prices.v3.changes.parquet", "written", "sha256")])
+        for file in report["files"]:
+            self.assertEqual(sha256_of(os.path.join(self.dir, file["file"])), file["sha256"])
+        self.assertEqual([f["changes"] for f in report["files"]], self.expect["changes"][1:])
+        again = json.loads(subprocess.run(command, capture_output=True, text=True, check=True, env=environment).stdout)
+        self.assertEqual([f["action"] for f in again["files"]], ["skipped", "skipped"])
+        listed = subprocess.run(command[:2] + ["tables", "--order", self.order_id, "--json"], capture_output=True,
+                                text=True, check=True, env=environment)
+        self.assertEqual([t["name"] for t in json.loads(listed.stdout)], ["prices"])
+
+    def test_sync_deletes_superseded_parts_only_with_delete(self):
+        dataset_access.sync(self.client, self.dir)
+        local = os.path.join(self.dir, self.order_id)
+        self.assertEqual(sorted(os.listdir(local)), ["prices-3a.csv", "prices-3b.csv"])
+        # An earlier sync's copy of version 2's first part: in the manifest, no longer in the order's files.
+        old = self.client.version(self.order_id, self.table, 2)["files"][0]
+        self.client.download({"id": self.order_id, "files": [old]}, old, os.path.join(local, old["name"]))
+        manifest_path = os.path.join(self.dir, dataset_access.MANIFEST_NAME)
+        with open(manifest_path) as handle:
+            manifest = json.load(handle)
+        manifest["orders"][self.order_id]["files"][old["name"]] = {"id": old["id"], "sha256": old["sha256"],
+                                                                  "size": old["size"]}
+        with open(manifest_path, "w") as handle:
+            json.dump(manifest, handle)
+        kept = dataset_access.sync(self.client, self.dir)
+        self.assertEqual(kept["superseded"], [{"order": self.order_id, "file": old["name"], "action": "kept"}])
+        deleted = dataset_access.sync(self.client, self.dir, delete=True)
+        self.assertEqual(deleted["superseded"], [{"order": self.order_id, "file": old["name"], "action": "deleted"}])
+        self.assertEqual(sorted(os.listdir(local)), ["prices-3a.csv", "prices-3b.csv"])
+
+    @unittest.skipUnless(HAS_PANDAS, "pandas is not installed: apt-get install python3-pandas")
+    def test_read_table_pandas_reads_every_part_of_a_version(self):
+        current = self.client.read_table_pandas(self.order_id, self.table)
+        self.assertEqual(list(current.columns), ["id", "name", "price"])
+        self.assertEqual(len(current), self.expect["rows"][2])
+        self.assertEqual(sorted(current["id"].tolist()), list(range(1, 41)) + list(range(51, 66)))
+        first = self.client.read_table_pandas(self.order_id, self.table, version=1)
+        self.assertEqual(sorted(first["id"].tolist()), list(range(1, 51)))
+        self.assertEqual(float(first.loc[first["id"] == 4, "price"].iloc[0]), 6.0)
+
+    @unittest.skipUnless(HAS_PANDAS, "pandas is not installed: apt-get install python3-pandas")
+    def test_read_changes_pandas_has_the_change_columns_of_every_later_version(self):
+        frame = self.client.read_changes_pandas(self.order_id, self.table, 1)
+        self.assertEqual(list(frame.columns),
+                         ["id", "name", "price", "_change_type", "_commit_version", "_commit_timestamp"])
+        self.assertEqual(sorted(set(frame["_commit_version"].tolist())), [2, 3])
+        self.assertTrue(str(frame["_commit_timestamp"].dtype).startswith("datetime64"))
+        for version, changes in ((2, self.expect["changes"][1]), (3, self.expect["changes"][2])):
+            counts = frame[frame["_commit_version"] == version]["_change_type"].value_counts().to_dict()
+            self.assertEqual((counts.get("insert", 0), counts.get("update_postimage", 0), counts.get("delete", 0)),
+                             (changes["inserted"], changes["updated"], changes["deleted"]))
+        repriced = frame[(frame["id"] == 4) & (frame["_change_type"] == "update_postimage")]
+        self.assertEqual(float(repriced["price"].iloc[0]), 8.0)
+        if not HAS_PYARROW:
+            self.assertIn("rendition", self.waits)  # the JSON Lines form is made on first request (202)
+        self.assertEqual(len(self.client.read_changes_pandas(self.order_id, self.table, 3)), 0)
+
+
 class Stub(http.server.BaseHTTPRequestHandler):
     """Answers from a script: each request takes the next (status, headers, body)."""
 
@@ -346,6 +458,29 @@ class Retries(unittest.TestCase):
         self.assertEqual(len(self.waits), 1)
         self.assertEqual(self.waits[0][0], "pacing")
         self.assertGreater(self.waits[0][1], 8)
+
+    def test_at_the_limit_sends_one_request_per_slot(self):
+        # The quota spent: the window's end plus a slot (w/q = 1 s); then, still at the limit, a slot, not a window.
+        policy = {"RateLimit-Policy": '"datasets";q=60;w=60'}
+        Stub.script = [
+            self.page(dict(policy, RateLimit='"datasets";r=0;t=9')),
+            self.page(dict(policy, RateLimit='"datasets";r=0;t=59')),
+            self.page(dict(policy, RateLimit='"datasets";r=1;t=58')),
+            self.page(),
+        ]
+        now = [1000.0]
+
+        def sleep(seconds):
+            now[0] += seconds
+
+        self.client = dataset_access.Client(
+            base_url=self.client.base, api_key="dak_test", sleep=sleep, clock=lambda: now[0],
+            on_wait=lambda reason, seconds: self.waits.append((reason, seconds)),
+        )
+        for _ in range(4):
+            self.client._json("/orders")
+        self.assertEqual([reason for reason, _ in self.waits], ["pacing", "pacing", "pacing"])
+        self.assertEqual([seconds for _, seconds in self.waits], [10, 1, 1])
 
 
 if __name__ == "__main__":

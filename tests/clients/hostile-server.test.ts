@@ -168,6 +168,56 @@ describe.each(Object.entries(clients))("the %s client against a hostile server",
     expect(existsSync("/abs")).toBe(false);
   }
 
+  it("changes: a version number that is no number names no file; good ones are written and verified", async () => {
+    const changes = Buffer.from("PAR1 not really\n");
+    await serve([
+      {
+        id: GOOD,
+        name: "good",
+        status: "delivered",
+        files: [],
+        tables: {
+          evil: { versions: ["../../victim/keep.txt", 2, 1], changes },
+          prices: { versions: [3, 2, 1], changes },
+        },
+      },
+    ]);
+    const evil = await cli(["changes", "--order", GOOD, "--table", "evil", "--since", "0", "--dir", box.dir]);
+    expect(evil.code, evil.stderr).toBe(1);
+    expect(evil.stderr).toMatch(/Refused: the server listed a version "\.\.\/\.\.\/victim\/keep\.txt": not a number/);
+    await expectNothingOutsideD();
+    expect(await tree(box.dir)).toEqual({});
+    const good = await cli([
+      "changes",
+      "--order",
+      GOOD,
+      "--table",
+      "prices",
+      "--since",
+      "1",
+      "--dir",
+      box.dir,
+      "--json",
+    ]);
+    expect(good.code, good.stderr).toBe(0);
+    expect(JSON.parse(good.stdout)).toMatchObject({
+      last_version: 3,
+      files: [
+        { version: 2, file: "prices.v2.changes.parquet", verified_by: "sha256" },
+        { version: 3, file: "prices.v3.changes.parquet", verified_by: "sha256" },
+      ],
+    });
+    expect(Object.keys(await tree(box.dir))).toEqual([
+      ".dataset-access-changes.json",
+      "prices.v2.changes.parquet",
+      "prices.v3.changes.parquet",
+    ]);
+    // A table name is checked before it names anything: `..` is no table.
+    const named = await cli(["changes", "--order", GOOD, "--table", "../x", "--since", "0", "--dir", box.dir]);
+    expect(named.code).toBe(3);
+    await expectNothingOutsideD();
+  });
+
   it("refuses and reports hostile ids and names, writes nothing outside D, and still syncs the rest", async () => {
     await serve(deliveredOrders(box.base));
     const sync = await cli(["sync", "--dir", box.dir, "--json"]);
@@ -205,10 +255,10 @@ describe.each(Object.entries(clients))("the %s client against a hostile server",
     });
     expect(report.refused).toContainEqual({ order: GOOD, file: "..", reason: 'the name is ".."' });
     // Nothing of a refused file was even asked for.
-    expect(server!.requests.filter((request) => request.includes("/files/"))).toEqual([
-      `/api/v1/orders/${GOOD}/files/${fileId(1)}`,
-      `/api/v1/orders/${OTHER}/files/${fileId(2)}`,
-    ]);
+    // (Sorted: files are fetched several at once.)
+    expect(server!.requests.filter((request) => request.includes("/files/")).sort()).toEqual(
+      [`/api/v1/orders/${GOOD}/files/${fileId(1)}`, `/api/v1/orders/${OTHER}/files/${fileId(2)}`].sort(),
+    );
     const manifest = JSON.parse(await fs.readFile(path.join(box.dir, ".dataset-access.json"), "utf8"));
     expect(Object.keys(manifest.orders).sort()).toEqual([GOOD, OTHER]);
     expect(Object.keys(manifest.orders[GOOD].files)).toEqual(["good.csv"]);

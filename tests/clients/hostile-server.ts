@@ -22,6 +22,8 @@ export type FakeOrder = {
   name: string;
   status: "delivered" | "refunded" | "unfinished";
   files: FakeFile[];
+  /** Tables by name: the version numbers the server lists (anything), newest first; each change file is `changes`. */
+  tables?: Record<string, { versions: unknown[]; changes: Buffer }>;
 };
 
 /** Orders per page: small, so a client must follow next_offset. */
@@ -94,6 +96,11 @@ export async function startHostileServer(orders: FakeOrder[]) {
         next_offset: end < orders.length ? end : null,
       });
     }
+    if (parts[0] === "changes") {
+      const content = orders[Number(parts[1])]?.tables?.[parts[2] ?? ""]?.changes ?? Buffer.alloc(0);
+      res.writeHead(200, { "content-length": content.length, etag: `"${sha256(content)}"` });
+      return res.end(content);
+    }
     if (parts[0] === "blob") {
       const file = orders[Number(parts[1])]?.files[Number(parts[2])];
       const content = parts[3] ? file?.renditions?.[parts[3] as RenditionFormat] : file?.content;
@@ -111,6 +118,27 @@ export async function startHostileServer(orders: FakeOrder[]) {
     const order = orders[orderIndex];
     if (!order) return notFound(res, "order_not_found");
     if (files === undefined) return send(res, 200, apiOrder(order));
+    if (files === "tables") {
+      const table = order.tables?.[fileId ?? ""];
+      if (!table) return notFound(res, "table_not_found");
+      const [, , , , , name, versions, number, changes] = parts;
+      if (versions === undefined) return send(res, 200, { name, mode: "snapshot", key: null, version: 3, rows: 1 });
+      if (number === undefined) {
+        const data = table.versions.map((each) => ({
+          version: each,
+          mode: "snapshot",
+          created_at: AT,
+          rows: 1,
+          columns: [],
+          changes: null,
+          files: [],
+        }));
+        return send(res, 200, { data, next_offset: null });
+      }
+      if (changes !== "changes") return notFound(res, "version_not_found");
+      res.writeHead(302, { location: `/changes/${orderIndex}/${encodeURIComponent(fileId!)}`, "content-length": 0 });
+      return res.end();
+    }
     const fileIndex = order.files.findIndex((file) => file.id === fileId);
     if (files !== "files" || fileIndex < 0) return notFound(res, "file_not_found");
     const file = order.files[fileIndex]!;

@@ -3,12 +3,15 @@ import { createHash } from "node:crypto";
 import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { Readable } from "node:stream";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { datasetJobsDone, mixedFiles } from "../datasets/helpers";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";
 import { startServer, type TestServer } from "../helpers/server";
+import { publishTable } from "../../lib/tables/publish";
+import { products, productsCsv, publicationDone } from "../tables/helpers";
 
 /**
  * clients/python/dataset_access.py, tested by its own unittest suite against the production server
@@ -71,6 +74,8 @@ beforeAll(async () => {
   });
   const unfinished = await order(account.id, { name: "unfinished", status: "unfinished" });
   ids.push(refunded.id, unfinished.id);
+  const tableAccount = await buyer("python-tables");
+  const tableKey = (await apiKey(tableAccount.id)).secret;
   // A second account with one order of data files, for --format and read_pandas.
   const dataAccount = await buyer("python-formats");
   const data = await order(dataAccount.id, { name: "data", files: await mixedFiles(workDir) });
@@ -87,13 +92,44 @@ beforeAll(async () => {
     storageDir: env.storageDir,
     env: {
       REDIS_URL: "",
-      RATE_LIMIT_EXEMPT_BUYERS: `${account.id},${dataAccount.id}`,
+      RATE_LIMIT_EXEMPT_BUYERS: `${account.id},${dataAccount.id},${tableAccount.id}`,
       DATASET_TEMP_DIR: path.join(workDir, "engine"),
     },
   });
   // The worker profiles every data file and makes its Parquet rendition.
   await datasetJobsDone();
-}, 300_000);
+  // A third account's keyed snapshot table refreshed twice, for tables(), read_table_pandas and
+  // read_changes_pandas: 50 products; 10 repriced, 41-50 gone, 51-60 new; 5 more.
+  const tables = await order(tableAccount.id, { name: "refreshed" });
+  const versions = [
+    products(1, 50),
+    [...products(1, 40, (id) => (id <= 10 ? id * 2 : id * 1.5)), ...products(51, 10)],
+    [...products(1, 40, (id) => (id <= 10 ? id * 2 : id * 1.5)), ...products(51, 15)],
+  ];
+  for (const [index, rows] of versions.entries()) {
+    const published = await publishTable({
+      orderId: tables.id,
+      table: "prices",
+      key: ["id"],
+      parts: [
+        { name: `prices-${index + 1}a.csv`, source: { stream: Readable.from([productsCsv(rows.slice(0, 20))]) } },
+        { name: `prices-${index + 1}b.csv`, source: { stream: Readable.from([productsCsv(rows.slice(20))]) } },
+      ],
+    });
+    expect(await publicationDone(published.publication, 240_000)).toMatchObject({ status: "ready" });
+  }
+  expectations.tables = {
+    key: tableKey,
+    order_id: tables.id,
+    table: "prices",
+    rows: versions.map((rows) => rows.length),
+    changes: [
+      { inserted: 50, updated: 0, deleted: 0 },
+      { inserted: 10, updated: 10, deleted: 10 },
+      { inserted: 5, updated: 0, deleted: 0 },
+    ],
+  };
+}, 600_000);
 
 afterAll(async () => {
   await server?.stop();
@@ -121,6 +157,6 @@ it("passes its unittest suite against the server", { timeout: 180_000 }, async (
   const output = `${run.stdout}\n${run.stderr}`;
   expect("failed" in run, output).toBe(false);
   // Every test ran (none skipped for want of a server).
-  expect(output).toMatch(/Ran 16 tests/);
+  expect(output).toMatch(/Ran 23 tests/);
   expect(output).not.toMatch(/skipped/);
 });

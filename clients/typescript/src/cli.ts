@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { parseArgs } from "node:util";
-import { createClient, type DatasetAccessClient, type FileDownload, type Order } from "./client.js";
+import { createClient, type DatasetAccessClient, type FileDownload, type Order, type Table } from "./client.js";
 import {
   DatasetAccessError,
   NetworkError,
@@ -18,6 +18,7 @@ import {
 } from "./formats.js";
 import type { WaitReason } from "./http.js";
 import { pathInside, targetDirectory } from "./paths.js";
+import { changes, type ChangesReport } from "./changes.js";
 import { sync, type RefundedOrder, type SyncReport } from "./sync.js";
 import { forTerminal } from "./terminal.js";
 
@@ -30,15 +31,23 @@ Commands:
   orders                      list your paid orders
   download ORDER [FILE]       download one file (id or name) or every file of an order
   sync --dir D                mirror every delivered order's files into D/<order id>/<file name>
+  tables --order ID           list an order's tables: name, mode, key, version, rows, updated
+  changes --order ID --table NAME --since N --dir D
+                              fetch the change files of the versions after N into
+                              D/<table>.v<version>.changes.<format>; prints the last version
+                              written (the --since of the next run)
 
 Options:
   --dir D               where files go (download: default ., sync: required)
   --format F            each data file as parquet, csv or jsonl (products.csv -> products.parquet),
                         verified by that rendition's sha256; a file already in F comes as it is;
-                        binary or unreadable files have none and are listed under no_rendition
+                        binary or unreadable files have none and are listed under no_rendition.
+                        changes: the change files' format (default parquet)
   --rendition-wait S    how long to wait for a rendition the server is still making, per file
                         (default 600 seconds); then that file has failed
-  --delete              sync: remove the local copies of refunded orders
+  --concurrency N       sync: files fetched at once (default 4)
+  --delete              sync: remove the local copies of refunded orders, and the files
+                        that left a delivered order's list (a new snapshot version's old parts)
   --json                print a JSON report on stdout (the default when stdout is not a terminal)
   -h, --help            this help
 
@@ -91,6 +100,10 @@ function printSyncReport(report: SyncReport): void {
   );
   for (const refunded of report.refunded)
     console.log(`Refunded: ${forTerminal(refunded.id)} (${forTerminal(refunded.name)}): ${refundedOutcome(refunded)}`);
+  for (const gone of report.superseded) {
+    const what = gone.action === "deleted" ? "deleted" : "kept (--delete removes it)";
+    console.log(`No longer in the order: ${forTerminal(gone.order)}/${forTerminal(gone.file)}: ${what}`);
+  }
   for (const failure of report.failures)
     console.log(`Failed: ${forTerminal(failure.order)}/${forTerminal(failure.file)}: ${forTerminal(failure.error)}`);
   for (const refusal of report.refused) {
@@ -105,11 +118,55 @@ function printSyncReport(report: SyncReport): void {
   }
 }
 
+/** The order's tables as aligned columns, every server-supplied string escaped. */
+function printTables(tables: Table[]): void {
+  const rows = [
+    ["TABLE", "MODE", "KEY", "VERSION", "ROWS", "UPDATED"],
+    ...tables.map((table) => [
+      forTerminal(table.name),
+      forTerminal(table.mode),
+      table.key ? forTerminal(table.key.join(",")) : "-",
+      table.version === null ? "-" : String(table.version),
+      table.rows === null ? "-" : String(table.rows),
+      table.updated_at ? forTerminal(table.updated_at) : "-",
+    ]),
+  ];
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
+  for (const row of rows)
+    console.log(
+      row
+        .map((cell, column) => cell.padEnd(widths[column]!))
+        .join("  ")
+        .trimEnd(),
+    );
+}
+
+function printChangesReport(report: ChangesReport): void {
+  const written = report.files.filter((file) => file.action === "written").length;
+  const skipped = report.files.length - written;
+  console.error(
+    `${forTerminal(report.table)}: current version ${report.current_version ?? "none"}; ${written} change files written, ${skipped} already there.`,
+  );
+  if (report.pruned.length > 0)
+    console.error(
+      `Pruned: versions ${report.pruned.join(", ")} are no longer kept: read the table's current version whole instead.`,
+    );
+  for (const failure of report.failures)
+    console.error(`Failed: version ${failure.version}: ${forTerminal(failure.error)}`);
+  console.log(`Last version written: ${report.last_version}`);
+}
+
 function formatOption(value: string | undefined): RenditionFormat | undefined {
   if (value === undefined) return undefined;
   if (!(RENDITION_FORMATS as readonly string[]).includes(value))
     throw new UsageError(`--format must be one of ${RENDITION_FORMATS.join(", ")}.`);
   return value as RenditionFormat;
+}
+
+function countOption(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^[1-9]\d?$/.test(value)) throw new UsageError("--concurrency must be a whole number from 1 to 99.");
+  return Number(value);
 }
 
 function secondsOption(value: string | undefined): number | undefined {
@@ -198,7 +255,11 @@ async function main(argv: string[]): Promise<number> {
       dir: { type: "string" },
       format: { type: "string" },
       "rendition-wait": { type: "string" },
+      concurrency: { type: "string" },
       delete: { type: "boolean", default: false },
+      order: { type: "string" },
+      table: { type: "string" },
+      since: { type: "string" },
       json: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
@@ -250,12 +311,38 @@ async function main(argv: string[]): Promise<number> {
         dir: values.dir,
         delete: values.delete,
         format,
+        concurrency: countOption(values.concurrency),
         onBytes: bar?.bytes,
         onFile: bar?.file,
       });
       if (json) console.log(JSON.stringify(report, null, 2));
       else printSyncReport(report);
       return report.files.failed > 0 || report.refused.length > 0 ? EXIT.failedFiles : EXIT.ok;
+    }
+    case "tables": {
+      if (!values.order) throw new UsageError("tables needs --order ID.");
+      const tables = await client.tables.list(values.order);
+      if (json) console.log(JSON.stringify(tables, null, 2));
+      else printTables(tables);
+      return EXIT.ok;
+    }
+    case "changes": {
+      if (!values.order || !values.table || values.since === undefined || !values.dir)
+        throw new UsageError("changes needs --order ID --table NAME --since N --dir D.");
+      if (!/^\d+$/.test(values.since)) throw new UsageError("--since must be a version number (0: from the first).");
+      const report = await changes(client, {
+        order: values.order,
+        table: values.table,
+        since: Number(values.since),
+        dir: values.dir,
+        format,
+        onFile: json
+          ? undefined
+          : ({ version, file }) => process.stderr.write(`version ${version}: ${forTerminal(file)}\n`),
+      });
+      if (json) console.log(JSON.stringify(report, null, 2));
+      else printChangesReport(report);
+      return report.failures.length > 0 || report.pruned.length > 0 ? EXIT.failedFiles : EXIT.ok;
     }
     default:
       throw new UsageError(`Unknown command "${command}".`);
@@ -285,6 +372,10 @@ main(process.argv.slice(2)).then(
     }
     if (error instanceof VerificationError) {
       console.error(forTerminal(error.message));
+      process.exit(EXIT.failedFiles);
+    }
+    if (error instanceof UnsafeResponseError) {
+      console.error(`Refused: ${forTerminal(error.message)}`);
       process.exit(EXIT.failedFiles);
     }
     console.error(error);

@@ -1,6 +1,6 @@
 import createFetchClient from "openapi-fetch";
 import path from "node:path";
-import { downloadVerified, type DownloadResult, type ExpectedFile } from "./download.js";
+import { downloadVerified, type CheckedDownload, type DownloadResult, type ExpectedFile } from "./download.js";
 import {
   DatasetAccessError,
   NoRenditionError,
@@ -15,6 +15,15 @@ import { pathInside, targetDirectory } from "./paths.js";
 
 export type Order = components["schemas"]["Order"];
 export type OrderFile = components["schemas"]["File"];
+
+/** What a version changed against the previous one (`updated` counts pre- and post-image pairs). */
+export type Changes = NonNullable<components["schemas"]["Version"]["changes"]>;
+/** A column of a table, as DuckDB names its type. */
+export type Column = components["schemas"]["Column"];
+/** A named dataset of an order, as of its current version (`version` null before the first). */
+export type Table = components["schemas"]["Table"];
+/** One version of a table: its parts (`files`) and what it changed. */
+export type Version = components["schemas"]["Version"];
 
 export type ClientOptions = RetryOptions & {
   /** The server: `https://data.example.com` (or with `/api/v1`). Default: DATASET_ACCESS_URL. */
@@ -113,6 +122,20 @@ export function createClient(options: ClientOptions = {}) {
   async function signedLink(orderId: string, fileId: string, format?: RenditionFormat): Promise<string> {
     const query = format ? `?format=${encodeURIComponent(format)}` : "";
     const url = `${apiBase(baseUrl!)}/orders/${encodeURIComponent(orderId)}/files/${encodeURIComponent(fileId)}${query}`;
+    try {
+      return await redirectLink(url, format && `file ${fileId} as ${format} is being made`);
+    } catch (error) {
+      if (format && error instanceof DatasetAccessError && error.code === "preview_not_available")
+        throw new NoRenditionError(error.detail);
+      throw error;
+    }
+  }
+
+  /**
+   * The signed link `url` answers with its 302, not followed (http(s) only). With `pending` (what is
+   * being made), a 202 throws RenditionPendingError with its Retry-After; any other answer, its problem.
+   */
+  async function redirectLink(url: string, pending: string | undefined): Promise<string> {
     const response = await transport.fetch(url, {
       headers: { authorization: `Bearer ${apiKey}` },
       redirect: "manual",
@@ -126,16 +149,11 @@ export function createClient(options: ClientOptions = {}) {
         throw new UnsafeResponseError(`the download link is not http(s) but ${link.protocol}`);
       return link.toString();
     }
-    if (format && response.status === 202) {
+    if (pending && response.status === 202) {
       await response.body?.cancel();
-      throw new RenditionPendingError(
-        `file ${fileId} as ${format} is being made`,
-        renditionRetryMs(response.headers.get("retry-after")),
-      );
+      throw new RenditionPendingError(pending, renditionRetryMs(response.headers.get("retry-after")));
     }
-    const problem = await problemError(response);
-    if (format && problem.code === "preview_not_available") throw new NoRenditionError(problem.detail);
-    throw problem;
+    throw await problemError(response);
   }
 
   /**
@@ -249,9 +267,119 @@ export function createClient(options: ClientOptions = {}) {
     };
   }
 
+  const ordersPath = (orderId: string) => `${apiBase(baseUrl!)}/orders/${encodeURIComponent(orderId)}`;
+  const tablePath = (orderId: string, table: string) => `${ordersPath(orderId)}/tables/${encodeURIComponent(table)}`;
+
+  /** GET a URL of the API as JSON, or the typed exception for its problem answer. */
+  async function getJson<T>(url: string): Promise<T> {
+    const response = await transport.fetch(url, { headers: { authorization: `Bearer ${apiKey}` } });
+    if (response.status !== 200) throw await problemError(response);
+    return (await response.json()) as T;
+  }
+
+  /** The order's tables, each as of its current version (an order read; `[]` from a server without tables). */
+  async function listTables(orderId: string): Promise<Table[]> {
+    // A server from before tables lists none.
+    return (await getOrder(orderId)).tables ?? [];
+  }
+
+  /** One table of an order, as of its current version: 404 table_not_found when the order has none of that name. */
+  function getTable(orderId: string, table: string): Promise<Table> {
+    return getJson<Table>(tablePath(orderId, table));
+  }
+
+  /** Every version of a table that is kept (pruned ones are gone), newest first, page by page. */
+  async function* listVersions(
+    orderId: string,
+    table: string,
+    { pageSize = 50 }: { pageSize?: number } = {},
+  ): AsyncGenerator<Version> {
+    let offset: number | null = 0;
+    while (offset !== null) {
+      const page: { data: Version[]; next_offset: number | null } = await getJson(
+        `${tablePath(orderId, table)}/versions?limit=${pageSize}&offset=${offset}`,
+      );
+      yield* page.data;
+      offset = page.next_offset;
+    }
+  }
+
+  /** One version of a table: 404 version_not_found when it was never made, or was pruned. */
+  function getVersion(orderId: string, table: string, version: number): Promise<Version> {
+    return getJson<Version>(`${tablePath(orderId, table)}/versions/${version}`);
+  }
+
+  /**
+   * A fresh signed link to a version's change file (parquet, or its csv or jsonl form), not
+   * followed. While the server makes it: RenditionPendingError (its 202) with the Retry-After.
+   */
+  async function changesLink(
+    orderId: string,
+    table: string,
+    version: number,
+    format: RenditionFormat = "parquet",
+  ): Promise<string> {
+    const url = `${tablePath(orderId, table)}/versions/${version}/changes?format=${encodeURIComponent(format)}`;
+    return redirectLink(url, `the change file of ${table} version ${version} as ${format} is being made`);
+  }
+
+  /**
+   * Downloads a version's change file to `dest`: waits while the server makes it (each 202's
+   * Retry-After, at most `waitMs` in all, then RenditionPendingError), resumes `dest.part`, and
+   * checks the bytes against the size the link answers and the sha256 its strong ETag is (this
+   * server's links; S3's ETags are no sha256, and the API gives none for change files): the result
+   * says which (`verifiedBy`), with the sha256 computed of what was written.
+   */
+  async function downloadChanges(
+    orderId: string,
+    table: string,
+    version: number,
+    dest: string,
+    {
+      format = "parquet",
+      waitMs = options.renditionWaitMs ?? DEFAULT_RENDITION_WAIT_MS,
+      onProgress,
+    }: { format?: RenditionFormat; waitMs?: number; onProgress?: (bytes: number) => void } = {},
+  ): Promise<CheckedDownload> {
+    const deadline = Date.now() + waitMs;
+    let first: string | undefined;
+    while (first === undefined) {
+      try {
+        first = await changesLink(orderId, table, version, format);
+      } catch (error) {
+        if (!(error instanceof RenditionPendingError)) throw error;
+        const left = deadline - Date.now();
+        if (left <= 0) {
+          throw new RenditionPendingError(
+            `the change file of ${table} version ${version} as ${format}: still being made when the wait for it ran out`,
+            error.retryAfterMs,
+          );
+        }
+        const ms = Math.min(error.retryAfterMs, left);
+        options.onWait?.({ reason: "rendition", ms });
+        await sleep(ms);
+      }
+    }
+    let firstLink: string | undefined = first;
+    const nextLink = async () => {
+      const link = firstLink ?? (await changesLink(orderId, table, version, format));
+      firstLink = undefined;
+      return link;
+    };
+    return downloadVerified(nextLink, dest, "from-response", { fetch: baseFetch, onProgress });
+  }
+
   return {
     orders: { list: listOrders, get: getOrder },
     files: { download, signedLink },
+    tables: {
+      list: listTables,
+      get: getTable,
+      versions: listVersions,
+      version: getVersion,
+      changesLink,
+      downloadChanges,
+    },
     /** How long a download waits in all for a rendition being made (ms). */
     renditionWaitMs: options.renditionWaitMs ?? DEFAULT_RENDITION_WAIT_MS,
     /** How many 429s this client has met (a paced client alone on its account meets none). */

@@ -107,15 +107,18 @@ export type RenditionWait = { ms: number; final: boolean };
  * Runs `fetchOne` over `items` without waiting for renditions being made (it throws
  * RenditionPendingError: the item is put aside), then comes back to those, each with what is left
  * of `waitMs` since it was first asked for. Asked for all at once, the server makes them in the
- * meantime, rather than each only after the wait for the one before.
+ * meantime, rather than each only after the wait for the one before. Up to `concurrency` items
+ * are fetched at once (one connection each, kept alive); the first error other than
+ * RenditionPendingError stops taking new items and is thrown once those in flight are done.
  */
 export async function deferringPending<T>(
   items: T[],
   waitMs: number,
   fetchOne: (item: T, wait: RenditionWait) => Promise<void>,
+  concurrency = 1,
 ): Promise<void> {
   const later: { item: T; since: number }[] = [];
-  for (const item of items) {
+  await eachAtOnce(items, concurrency, async (item) => {
     const since = Date.now();
     try {
       await fetchOne(item, { ms: 0, final: false });
@@ -123,8 +126,26 @@ export async function deferringPending<T>(
       if (!(error instanceof RenditionPendingError)) throw error;
       later.push({ item, since });
     }
-  }
-  for (const { item, since } of later) {
-    await fetchOne(item, { ms: Math.max(0, since + waitMs - Date.now()), final: true });
-  }
+  });
+  await eachAtOnce(later, concurrency, ({ item, since }) =>
+    fetchOne(item, { ms: Math.max(0, since + waitMs - Date.now()), final: true }),
+  );
+}
+
+/** `run` over `items` in their order, at most `concurrency` at once; the first error ends it (after those running). */
+async function eachAtOnce<T>(items: T[], concurrency: number, run: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  let failure: { error: unknown } | undefined;
+  const worker = async () => {
+    while (!failure && next < items.length) {
+      const item = items[next++]!;
+      try {
+        await run(item);
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, worker));
+  if (failure) throw failure.error;
 }

@@ -1,4 +1,5 @@
 import { DatasetAccessError, NetworkError } from "./errors.js";
+import { parseRateLimit, RatePacer, type Clock } from "./pacing.js";
 
 /** Why the client waits: a 429, a 5xx, a network error, its own pacing, or a rendition being made (a 202). */
 export type WaitReason = "rate_limited" | "unavailable" | "network" | "pacing" | "rendition";
@@ -12,22 +13,23 @@ export type RetryOptions = {
   onWait?: (wait: { reason: WaitReason; ms: number }) => void;
   /** The clock's sleep, replaceable in tests. */
   sleep?: (ms: number) => Promise<void>;
+  /** The clock the pacing reads, replaceable in tests (with `sleep`). */
+  clock?: Clock;
 };
 
 export const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * Wraps fetch: retries 429 and 503 after their Retry-After, other 5xx and network errors with
- * jittered exponential backoff, never other 4xx; and paces itself from the `RateLimit` header
- * (`r=0;t=12`: the next request waits 12 s), so a long run does not meet a 429 it could foresee.
+ * jittered exponential backoff, never other 4xx; and paces itself from the RateLimit headers
+ * (./pacing.ts), so a long run does not meet a 429 it could foresee.
  */
 export class Transport {
   private readonly maxRetries: number;
   private readonly maxDelayMs: number;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly onWait: RetryOptions["onWait"];
-  /** When the account's limit has room again, as the last answer said. */
-  private pausedUntil = 0;
+  private readonly pacer: RatePacer;
   /** 429s received (a paced client should see none unless another client shares the account). */
   rateLimited = 0;
 
@@ -39,18 +41,23 @@ export class Transport {
     this.maxDelayMs = options.maxDelayMs ?? 60_000;
     this.sleep = options.sleep ?? defaultSleep;
     this.onWait = options.onWait;
+    this.pacer = new RatePacer(options.clock);
   }
 
-  /** One request with retries and pacing; answers the final response (errors included, for the caller to judge). */
+  /**
+   * One request with retries and pacing; answers the final response (errors included, for the
+   * caller to judge). Callers may send several at once: the pacer lets each through only when the
+   * account has room for it.
+   */
   async fetch(input: Request | string, init?: RequestInit): Promise<Response> {
     for (let attempt = 0; ; attempt++) {
-      const pause = this.pausedUntil - Date.now();
-      if (pause > 0) await this.wait("pacing", pause);
+      const ticket = await this.pacer.acquire((ms) => this.wait("pacing", ms));
       const request = input instanceof Request ? input.clone() : new Request(input, init);
       let response: Response;
       try {
         response = await this.baseFetch(request);
       } catch (error) {
+        this.pacer.release(ticket, undefined);
         if (attempt >= this.maxRetries) {
           throw new NetworkError(`${request.method} ${request.url} failed: ${(error as Error).message}`, {
             cause: error,
@@ -59,23 +66,23 @@ export class Transport {
         await this.wait("network", this.backoff(attempt));
         continue;
       }
-      this.notePacing(response);
-      const retryable = response.status === 429 || response.status >= 500;
-      if (!retryable || attempt >= this.maxRetries) return response;
-      if (response.status === 429) this.rateLimited++;
       const retryAfter = retryAfterMs(response.headers.get("retry-after"));
+      const limited = response.status === 429;
+      this.pacer.release(
+        ticket,
+        parseRateLimit(response.headers),
+        limited ? (retryAfter ?? this.backoff(attempt)) : undefined,
+      );
+      const retryable = limited || response.status >= 500;
+      if (!retryable || attempt >= this.maxRetries) return response;
+      if (limited) this.rateLimited++;
       await response.body?.cancel();
-      if (response.status === 429 || response.status === 503) {
-        await this.wait(response.status === 429 ? "rate_limited" : "unavailable", retryAfter ?? this.backoff(attempt));
+      if (limited || response.status === 503) {
+        await this.wait(limited ? "rate_limited" : "unavailable", retryAfter ?? this.backoff(attempt));
       } else {
         await this.wait("unavailable", this.backoff(attempt));
       }
     }
-  }
-
-  private notePacing(response: Response): void {
-    const state = /(?:^|;)\s*r=(\d+)\s*;\s*t=(\d+)/.exec(response.headers.get("ratelimit") ?? "");
-    if (state && Number(state[1]) === 0) this.pausedUntil = Date.now() + Number(state[2]) * 1000;
   }
 
   /** Full jitter: a random wait up to 0.5 s x 2^attempt, capped. */

@@ -2,13 +2,31 @@ export {
   apiBase,
   createClient,
   DEFAULT_RENDITION_WAIT_MS,
+  type Changes,
   type ClientOptions,
+  type Column,
   type DatasetAccessClient,
   type FileDownload,
   type Order,
   type OrderFile,
+  type Table,
+  type Version,
 } from "./client.js";
-export { downloadVerified, isVerified, type DownloadResult, type ExpectedFile } from "./download.js";
+export {
+  changeFileName,
+  changes,
+  CHANGES_MANIFEST_NAME,
+  type ChangeFileReport,
+  type ChangesOptions,
+  type ChangesReport,
+} from "./changes.js";
+export {
+  downloadVerified,
+  isVerified,
+  type CheckedDownload,
+  type DownloadResult,
+  type ExpectedFile,
+} from "./download.js";
 export {
   DatasetAccessError,
   NetworkError,
@@ -20,6 +38,7 @@ export {
 export { RENDITION_FORMATS, renditionName, type RenditionFormat } from "./formats.js";
 export type { WaitReason } from "./http.js";
 export {
+  DEFAULT_SYNC_CONCURRENCY,
   MANIFEST_NAME,
   sync,
   type Manifest,

@@ -73,6 +73,12 @@ export type SyncReport = {
   };
   bytes_fetched: number;
   refunded: RefundedOrder[];
+  /**
+   * Files this tool wrote for a delivered order that are no longer in its `files` list (the parts
+   * of a table's earlier snapshot version, once a new version is made): `kept`, or with `delete`
+   * `deleted`.
+   */
+  superseded: { order: string; file: string; action: "kept" | "deleted" }[];
   failures: { order: string; file: string; error: string }[];
   refused: Refusal[];
   no_rendition: NoRendition[];
@@ -90,7 +96,11 @@ export type SyncOptions = {
   format?: RenditionFormat;
   onFile?: (event: { order: string; file: string; size: number; done: number; total: number }) => void;
   onBytes?: (bytes: number) => void;
+  /** Files fetched at once (default 4): small files are dominated by each one's two round trips. */
+  concurrency?: number;
 };
+
+export const DEFAULT_SYNC_CONCURRENCY = 4;
 
 /** A record without a prototype: a file named `__proto__` is a key like any other. */
 function emptyRecord<T>(): Record<string, T> {
@@ -133,11 +143,18 @@ async function removeRegularFile(file: string): Promise<boolean> {
  */
 function throttledWriter(write: () => Promise<void>) {
   let last = 0;
+  // Files arrive several at once: one write at a time (they share the manifest's temporary file).
+  let writing: Promise<void> | undefined;
   return {
     async soon() {
-      if (Date.now() - last < 1000) return;
+      if (writing || Date.now() - last < 1000) return;
       last = Date.now();
-      await write();
+      writing = write().finally(() => (writing = undefined));
+      await writing;
+    },
+    /** Waits for a write in progress, so the last one comes after it. */
+    async settled() {
+      await writing;
     },
   };
 }
@@ -148,8 +165,9 @@ type SyncItem = { order: Order; entry: ManifestOrder; file: OrderFile; name: str
 /**
  * Mirrors every delivered order's files into `dir/<order id>/<file name>`: a file already there
  * with the right size and sha256 is skipped, a partial one resumed, the rest downloaded and
- * verified. Nothing is removed unless `delete` (then what the manifest says this tool wrote for
- * refunded orders). The manifest is written as files arrive (at most once a second) and at the end;
+ * verified, `concurrency` at a time. It follows each order's `files` list: nothing is removed
+ * unless `delete`, which removes what the manifest says this tool wrote for refunded orders, and
+ * for delivered orders the files that left the list (a new snapshot version's old parts). The manifest is written as files arrive (at most once a second) and at the end;
  * a sync killed at any point loses at most the file in flight, and that one resumes.
  *
  * With `format`, each data file is fetched as that rendition, verified by the rendition's own size
@@ -170,16 +188,24 @@ export async function sync(client: DatasetAccessClient, options: SyncOptions): P
     files: { total: 0, downloaded: 0, resumed: 0, repaired: 0, skipped: 0, failed: 0, refused: 0, no_rendition: 0 },
     bytes_fetched: 0,
     refunded: [],
+    superseded: [],
     failures: [],
     refused: [],
     no_rendition: [],
     rate_limited_responses: 0,
   };
-  const refuse = (order: Order, file: string | null, reason: string) =>
-    report.refused.push({ order: String(order.id), file, reason });
-  const noRendition = (order: Order, file: OrderFile, reason: string) => {
+  // Files are fetched several at once: what they add to the report is ranked by the file's place
+  // (and pass), and put in that order at the end, so a report reads the same from run to run.
+  const ranks = new Map<object, number>();
+  const ranked = <T extends object>(entry: T, rank: number | undefined) => {
+    if (rank !== undefined) ranks.set(entry, rank);
+    return entry;
+  };
+  const refuse = (order: Order, file: string | null, reason: string, rank?: number) =>
+    report.refused.push(ranked({ order: String(order.id), file, reason }, rank));
+  const noRendition = (order: Order, file: OrderFile, reason: string, rank?: number) => {
     report.files.no_rendition++;
-    report.no_rendition.push({ order: order.id, file: file.name, reason });
+    report.no_rendition.push(ranked({ order: order.id, file: file.name, reason }, rank));
   };
   const manifestWriter = throttledWriter(() => writeManifest(root, manifest));
   const orders: Order[] = [];
@@ -201,7 +227,7 @@ export async function sync(client: DatasetAccessClient, options: SyncOptions): P
    * failed, or without a rendition. A rendition still being made throws RenditionPendingError on
    * all but the last pass (`wait.final`), where it is a failure.
    */
-  async function syncFile({ order, entry, file, name }: SyncItem, wait: RenditionWait): Promise<void> {
+  async function syncFile({ order, entry, file, name }: SyncItem, wait: RenditionWait, rank: number): Promise<void> {
     const dest = await pathInside(root, order.id, name);
     const expected = expectedBytes(file, options.format);
     const known = entry.files[name];
@@ -229,13 +255,13 @@ export async function sync(client: DatasetAccessClient, options: SyncOptions): P
     } catch (error) {
       if (error instanceof RenditionPendingError && !wait.final) throw error;
       // The order said a rendition was possible, the API says not (the file changed since).
-      if (error instanceof NoRenditionError) return noRendition(order, file, error.message);
+      if (error instanceof NoRenditionError) return noRendition(order, file, error.message, rank);
       const fileFailed =
         error instanceof VerificationError || error instanceof NetworkError || error instanceof RenditionPendingError;
       if (!fileFailed && (!(error instanceof DatasetAccessError) || error.status === 401 || error.status === 403))
         throw error;
       report.files.failed++;
-      report.failures.push({ order: order.id, file: file.name, error: (error as Error).message });
+      report.failures.push(ranked({ order: order.id, file: file.name, error: (error as Error).message }, rank));
     }
   }
 
@@ -266,16 +292,55 @@ export async function sync(client: DatasetAccessClient, options: SyncOptions): P
       progress(order, planned.file);
     }
   }
-  await deferringPending(items, client.renditionWaitMs, async (item, wait) => {
-    try {
-      await syncFile(item, wait);
-    } catch (error) {
-      if (!(error instanceof UnsafeResponseError)) throw error;
-      report.files.refused++;
-      refuse(item.order, item.file.name, error.message);
+  const itemIndex = new Map(items.map((item, index) => [item, index]));
+  await deferringPending(
+    items,
+    client.renditionWaitMs,
+    async (item, wait) => {
+      const rank = (wait.final ? items.length : 0) + itemIndex.get(item)!;
+      try {
+        await syncFile(item, wait, rank);
+      } catch (error) {
+        if (!(error instanceof UnsafeResponseError)) throw error;
+        report.files.refused++;
+        refuse(item.order, item.file.name, error.message, rank);
+      }
+      progress(item.order, item.file);
+    },
+    options.concurrency ?? DEFAULT_SYNC_CONCURRENCY,
+  );
+  await manifestWriter.settled();
+  const byRank = (a: object, b: object) => (ranks.get(a) ?? -1) - (ranks.get(b) ?? -1);
+  report.refused.sort(byRank);
+  report.failures.sort(byRank);
+  report.no_rendition.sort(byRank);
+
+  /**
+   * The files the manifest records for a delivered order whose id left its `files` list (a new
+   * snapshot version replaced them): reported, and with `delete` removed (regular files only).
+   */
+  async function settleSuperseded(order: Order): Promise<void> {
+    const entry = manifest.orders[order.id];
+    if (!entry || orderIdProblem(order.id)) return;
+    const listed = new Set(order.files.map((file) => file.id));
+    // Sorted: files arrive several at once, so the manifest's order is the order they happened to finish in.
+    for (const name of Object.keys(entry.files).sort()) {
+      if (listed.has(entry.files[name]!.id)) continue;
+      if (!options.delete) {
+        report.superseded.push({ order: order.id, file: name, action: "kept" });
+        continue;
+      }
+      try {
+        await removeRegularFile(await pathInside(root, order.id, name));
+        delete entry.files[name];
+        report.superseded.push({ order: order.id, file: name, action: "deleted" });
+      } catch (error) {
+        if (!(error instanceof UnsafeResponseError)) throw error;
+        refuse(order, name, error.message);
+      }
     }
-    progress(item.order, item.file);
-  });
+  }
+  for (const order of delivered) await settleSuperseded(order);
 
   /** A refunded order's local copy: reported, and with `delete` what this tool wrote of it removed. */
   async function settleRefunded(order: Order): Promise<RefundedOrder> {
@@ -298,7 +363,7 @@ export async function sync(client: DatasetAccessClient, options: SyncOptions): P
       return { ...summary, action: "kept" };
     }
     const deleted: string[] = [];
-    for (const name of Object.keys(entry?.files ?? {})) {
+    for (const name of Object.keys(entry?.files ?? {}).sort()) {
       try {
         if (await removeRegularFile(await pathInside(root, order.id, name))) deleted.push(name);
       } catch (error) {

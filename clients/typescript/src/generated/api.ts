@@ -78,6 +78,117 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/orders/{id}/tables/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a table of an order, with its current version */
+        get: operations["getTable"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orders/{id}/tables/{name}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a table's versions, newest first
+         * @description Pruned versions are not listed. Continue with `offset=next_offset` until `next_offset` is null.
+         */
+        get: operations["listVersions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orders/{id}/tables/{name}/versions/{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read one version of a table, with its parts */
+        get: operations["getVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orders/{id}/tables/{name}/versions/{version}/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a version's change file
+         * @description What the version changed against the previous one: the table's columns plus `_change_type` (`insert`, `delete`, `update_preimage`, `update_postimage`). Answers 302 to a signed URL, with the rules of a file download.
+         */
+        get: operations["downloadChanges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/exports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List export runs to your own storage, newest first
+         * @description Continue with `offset=next_offset` until `next_offset` is null.
+         */
+        get: operations["listExports"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/exports/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read one export run */
+        get: operations["getExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/scrape/{platform}/profile": {
         parameters: {
             query?: never;
@@ -134,7 +245,9 @@ export interface components {
             delivered_at: string | null;
             /** @description True only when status is delivered. */
             downloadable: boolean;
+            /** @description The order's files: binary files and the parts of its tables' current versions (an append table's every version), and parts of publications not yet versions. */
             files: components["schemas"]["File"][];
+            tables: components["schemas"]["Table"][];
         };
         /** @description A file delivered for an order. */
         File: {
@@ -191,6 +304,16 @@ export interface components {
             profile_error: string | null;
             /** @description The file in other formats (download with ?format=): Parquet is made for every profiled file, CSV and JSON Lines on first request. */
             renditions: components["schemas"]["Rendition"][];
+            /** @description The table this file is a part of; null for binary files, which belong to no table. */
+            table: {
+                /** @example products */
+                name: string;
+                /**
+                 * @description The table version this file is a part of; null until its publication becomes a version.
+                 * @example 3
+                 */
+                version: number | null;
+            } | null;
         };
         /** @description A column of a data file. */
         Column: {
@@ -230,6 +353,44 @@ export interface components {
              */
             status: "pending" | "ready" | "failed";
         };
+        /** @description A named dataset of an order, refreshed as versions. */
+        Table: {
+            /**
+             * @description Stable across versions: ^[a-z][a-z0-9_]{0,62}$.
+             * @example products
+             */
+            name: string;
+            /**
+             * @description snapshot: each version is the whole table; append: each version adds rows.
+             * @example snapshot
+             * @enum {string}
+             */
+            mode: "snapshot" | "append";
+            /**
+             * @description The columns that identify a record, or null.
+             * @example [
+             *       "sku"
+             *     ]
+             */
+            key: string[] | null;
+            /**
+             * @description The current version; null before the first.
+             * @example 3
+             */
+            version: number | null;
+            /**
+             * @description Rows as of the current version.
+             * @example 250000
+             */
+            rows: number | null;
+            columns: components["schemas"]["Column"][] | null;
+            /**
+             * Format: date-time
+             * @description When the current version was made.
+             * @example 2026-11-02T09:30:00.000Z
+             */
+            updated_at: string | null;
+        };
         /** @description An RFC 9457 problem (application/problem+json). */
         Problem: {
             /** @description URL of this error code's documentation. */
@@ -266,6 +427,117 @@ export interface components {
              * @example 1250
              */
             total_rows: number;
+        };
+        VersionPage: {
+            data: components["schemas"]["Version"][];
+            /**
+             * @description Offset of the next page; null on the last page.
+             * @example null
+             */
+            next_offset: number | null;
+        };
+        /** @description One version of a table. */
+        Version: {
+            /** @example 3 */
+            version: number;
+            /** @enum {string} */
+            mode: "snapshot" | "append";
+            /**
+             * Format: date-time
+             * @example 2026-11-02T09:30:00.000Z
+             */
+            created_at: string;
+            /**
+             * @description The table's rows as of this version.
+             * @example 250000
+             */
+            rows: number;
+            columns: components["schemas"]["Column"][];
+            /** @description What changed against the previous version. */
+            changes: {
+                /** @example 120 */
+                inserted: number;
+                /**
+                 * @description Rows changed (pre- and post-image pairs).
+                 * @example 35
+                 */
+                updated: number;
+                /** @example 4 */
+                deleted: number;
+            } | null;
+            /** @description The parts published as this version. */
+            files: components["schemas"]["File"][];
+        };
+        ExportRunPage: {
+            data: components["schemas"]["ExportRun"][];
+            /**
+             * @description Offset of the next page; null on the last page.
+             * @example null
+             */
+            next_offset: number | null;
+        };
+        /** @description One copy of an order's files to a destination in the buyer's own storage. */
+        ExportRun: {
+            /** @example exr_5b0c1d2e3f405162738495a6b7c8d9e0 */
+            id: string;
+            /** @description Where the run copies to (set up on the dashboard's Exports page). */
+            destination: {
+                /** @example exd_0a1b2c3d4e5f60718293a4b5c6d7e8f9 */
+                id: string;
+                /**
+                 * @example s3
+                 * @enum {string}
+                 */
+                type: "s3" | "azure" | "sftp";
+                /** @example Data lake bucket */
+                name: string;
+            };
+            /**
+             * @description What started it: the order's delivery, a new version of one of its tables, or Export now.
+             * @example order.delivered
+             * @enum {string}
+             */
+            trigger: "order.delivered" | "table.updated" | "manual";
+            /** @example ord_9c1b2a3d4e5f60718293a4b5c6d7e8f9 */
+            order_id: string;
+            /**
+             * @description pending (waiting for its first attempt, or for a retry after an error), running, completed, or failed (after retries over more than 24 hours).
+             * @example completed
+             * @enum {string}
+             */
+            state: "pending" | "running" | "completed" | "failed";
+            /**
+             * @description Files in place so far: copied, or already in the store with the same sha256.
+             * @example 3
+             */
+            files: number;
+            /**
+             * @description Their size in bytes.
+             * @example 48213
+             */
+            bytes: number;
+            /**
+             * @description Where `_manifest.json` (files, sizes, sha256, table versions) was written, last, in the store; null until completed.
+             * @example ord_9c1b2a3d4e5f60718293a4b5c6d7e8f9/_manifest.json
+             */
+            manifest_key: string | null;
+            /**
+             * Format: date-time
+             * @description When its first attempt began; null while pending.
+             * @example 2026-11-26T09:30:00.000Z
+             */
+            started_at: string | null;
+            /**
+             * Format: date-time
+             * @description When it completed or failed; null until then.
+             * @example 2026-11-26T09:30:00.000Z
+             */
+            finished_at: string | null;
+            /**
+             * @description What went wrong, in a sentence (the store's answer where it gave one); set while a retry is pending and when failed, null once completed.
+             * @example null
+             */
+            error: string | null;
         };
         /** @description A social profile, as stored. */
         SocialProfile: {
@@ -754,6 +1026,727 @@ export interface operations {
             };
             /** @description Error codes: `order_not_delivered`. */
             409: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `service_unavailable`. */
+            503: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getTable: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Order id, as listed. */
+                id: string;
+                /** @description Table name, from the order's tables. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The table. */
+            200: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Table"];
+                };
+            };
+            /** @description Error codes: `missing_api_key`, `invalid_api_key`, `expired_api_key`, `revoked_api_key`. */
+            401: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `insufficient_permission`. */
+            403: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `order_not_found`, `table_not_found`. */
+            404: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `service_unavailable`. */
+            503: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listVersions: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 50; 20 when not given. */
+                limit?: string;
+                /** @description Position of the first version; use the previous page's next_offset. */
+                offset?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Order id, as listed. */
+                id: string;
+                /** @description Table name, from the order's tables. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of versions. */
+            200: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VersionPage"];
+                };
+            };
+            /** @description Error codes: `invalid_request`. */
+            400: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `missing_api_key`, `invalid_api_key`, `expired_api_key`, `revoked_api_key`. */
+            401: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `insufficient_permission`. */
+            403: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `order_not_found`, `table_not_found`. */
+            404: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `service_unavailable`. */
+            503: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getVersion: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Order id, as listed. */
+                id: string;
+                /** @description Table name, from the order's tables. */
+                name: string;
+                /** @description Version number, from 1. */
+                version: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version. */
+            200: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Version"];
+                };
+            };
+            /** @description Error codes: `invalid_request`. */
+            400: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `missing_api_key`, `invalid_api_key`, `expired_api_key`, `revoked_api_key`. */
+            401: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `insufficient_permission`. */
+            403: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `order_not_found`, `table_not_found`, `version_not_found`. */
+            404: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `service_unavailable`. */
+            503: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    downloadChanges: {
+        parameters: {
+            query?: {
+                /** @description The change file's format: Parquet (the default), or CSV or JSON Lines, made on first request (202 while it is being made). */
+                format?: "parquet" | "csv" | "jsonl";
+            };
+            header?: never;
+            path: {
+                /** @description Order id, as listed. */
+                id: string;
+                /** @description Table name, from the order's tables. */
+                name: string;
+                /** @description Version number, from 1. */
+                version: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The change file in the asked format is being made (code `rendition_pending`): ask again after Retry-After seconds. */
+            202: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Redirect to the signed download URL of the change file (Location header). */
+            302: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error codes: `invalid_request`. */
+            400: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `missing_api_key`, `invalid_api_key`, `expired_api_key`, `revoked_api_key`. */
+            401: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `insufficient_permission`. */
+            403: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `order_not_found`, `table_not_found`, `version_not_found`. */
+            404: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `order_not_delivered`. */
+            409: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `service_unavailable`. */
+            503: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listExports: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 50; 20 when not given. */
+                limit?: string;
+                /** @description Position of the first run; use the previous page's next_offset. */
+                offset?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of export runs. */
+            200: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportRunPage"];
+                };
+            };
+            /** @description Error codes: `invalid_request`. */
+            400: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `missing_api_key`, `invalid_api_key`, `expired_api_key`, `revoked_api_key`. */
+            401: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `insufficient_permission`. */
+            403: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `service_unavailable`. */
+            503: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Export run id, as listed. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export run. */
+            200: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportRun"];
+                };
+            };
+            /** @description Error codes: `missing_api_key`, `invalid_api_key`, `expired_api_key`, `revoked_api_key`. */
+            401: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `insufficient_permission`. */
+            403: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `export_not_found`. */
+            404: {
                 headers: {
                     /** @description The limit, e.g. `"datasets";q=60;w=60`. */
                     "RateLimit-Policy"?: string;
