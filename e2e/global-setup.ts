@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -49,6 +50,9 @@ export default async function globalSetup() {
       WEBHOOK_ALLOW_INSECURE: "true",
       // Expiry reminders are checked every minute, not every five.
       KEY_LIFECYCLE_CRON: "* * * * *",
+      // The export tests' stores are on loopback; production needs a key ring for destination secrets.
+      EXPORT_ALLOW_PRIVATE: "true",
+      EXPORT_SECRETS_KEY: randomBytes(32).toString("base64"),
     },
   });
   process.env.E2E_BASE_URL = server.url;

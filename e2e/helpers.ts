@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import path from "node:path";
+import AxeBuilder from "@axe-core/playwright";
 import { test as base, expect, type Page } from "@playwright/test";
 import PostalMime from "postal-mime";
 import { db } from "../lib/db/client";
@@ -142,6 +143,15 @@ export async function signIn(page: Page, email: string): Promise<void> {
   await page.getByRole("link", { name: "Sign in" }).and(page.locator("main a")).click();
   await expect(page).toHaveURL(/\/orders$/);
   await expect(page.getByTestId("signed-in-as")).toHaveText(email);
+}
+
+/** The page has no WCAG 2.1 A/AA violation axe can find; `where` names the page in the failure. */
+export async function expectNoAxeViolations(page: Page, where: string): Promise<void> {
+  const { violations } = await new AxeBuilder({ page })
+    .withTags(["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"])
+    .analyze();
+  const found = violations.map((v) => `${where}: ${v.id} (${v.nodes.length}): ${v.nodes[0]?.target.join(" ")}`);
+  expect(found, found.join("\n")).toEqual([]);
 }
 
 /** A full-page screenshot kept with the test's artifacts and in test-results/e2e/screenshots/. */
