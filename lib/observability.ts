@@ -11,7 +11,8 @@ import { observeRequest } from "./metrics";
  */
 
 const ANNOTATION = Symbol.for("dataset-access.request-annotation");
-type Annotated = IncomingMessage & { [ANNOTATION]?: { buyerId?: string } };
+type Annotation = { buyerId?: string; route?: string };
+type Annotated = IncomingMessage & { [ANNOTATION]?: Annotation };
 
 /** Gives the request its id once, so the log, the metrics and the response share it. */
 export function assignRequestId(req: IncomingMessage): string {
@@ -20,16 +21,21 @@ export function assignRequestId(req: IncomingMessage): string {
   return id;
 }
 
-/** Notes who a request acted for (the API does, once the key is checked), for its log line. */
-export function annotateRequest(req: IncomingMessage, annotation: { buyerId: string }): void {
-  (req as Annotated)[ANNOTATION] = annotation;
+/**
+ * Notes what a request's log line and metrics should name: who it acted for (once the key is
+ * checked) and its route (the dispatcher that matched it against its route table names it, so a
+ * new route is named without a second list here).
+ */
+export function annotateRequest(req: IncomingMessage, annotation: Annotation): void {
+  const annotated = req as Annotated;
+  annotated[ANNOTATION] = { ...annotated[ANNOTATION], ...annotation };
 }
 
 export function recordRequestWhenDone(req: IncomingMessage, res: ServerResponse, requestId: string): void {
   const started = process.hrtime.bigint();
   res.once("close", () => {
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    const route = routePattern(req.url ?? "/", res.statusCode);
+    const route = (req as Annotated)[ANNOTATION]?.route ?? routePattern(req.url ?? "/", res.statusCode);
     const method = req.method ?? "";
     observeRequest(route, method, res.statusCode, seconds);
     const entry = {
@@ -50,24 +56,10 @@ export function recordRequestWhenDone(req: IncomingMessage, res: ServerResponse,
 const ID = "[a-z]{3}_[0-9a-f]{32}";
 /** Path shapes with their variable parts named; anything else is "other", so labels stay few. */
 const PATTERNS: [RegExp, string][] = [
-  [/^\/api\/v1\/orders$/, "/api/v1/orders"],
-  [new RegExp(`^/api/v1/orders/[^/]+$`), "/api/v1/orders/{id}"],
-  [new RegExp(`^/api/v1/orders/[^/]+/files/[^/]+$`), "/api/v1/orders/{id}/files/{fileId}"],
-  [/^\/api\/v1\/scrape\/[^/]+\/profile$/, "/api/v1/scrape/{platform}/profile"],
-  [/^\/api\/v1\/openapi\.json$/, "/api/v1/openapi.json"],
+  // Paths in the API's and Delta Sharing's route tables are named by their dispatchers
+  // (annotateRequest); these are what neither table has.
   [/^\/api\/v1(\/.*)?$/, "/api/v1/{unknown}"],
   [/^\/api\/dl(\/.*)?$/, "/api/dl/{token}"],
-  [/^\/api\/delta-sharing\/shares$/, "/api/delta-sharing/shares"],
-  [/^\/api\/delta-sharing\/shares\/[^/]+$/, "/api/delta-sharing/shares/{share}"],
-  [/^\/api\/delta-sharing\/shares\/[^/]+\/(schemas|all-tables)$/, "/api/delta-sharing/shares/{share}/{list}"],
-  [
-    /^\/api\/delta-sharing\/shares\/[^/]+\/schemas\/[^/]+\/tables$/,
-    "/api/delta-sharing/shares/{share}/schemas/{schema}/tables",
-  ],
-  [
-    /^\/api\/delta-sharing\/shares\/[^/]+\/schemas\/[^/]+\/tables\/[^/]+(\/(version|metadata|query|changes))?$/,
-    "/api/delta-sharing/shares/{share}/schemas/{schema}/tables/{table}/{action}",
-  ],
   [/^\/api\/delta-sharing(\/.*)?$/, "/api/delta-sharing/{unknown}"],
   [/^\/api\/auth\/[a-z-]+(\/[a-z-]+)?$/, "/api/auth/{action}"],
   [/^\/api\/(health|metrics)$/, ""],

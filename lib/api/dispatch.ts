@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError } from "../errors";
+import { annotateRequest } from "../observability";
 import { sendResponse, type NodeRoute, type RouteRequest } from "./node";
 import { problemResponse } from "./problem";
 import { publicApiRoute } from "./public-route";
@@ -26,7 +27,7 @@ function nodeRouteOf(entry: ApiRoute): NodeRoute {
 
 const match = compileRouteTable(
   API_V1_BASE,
-  API_ROUTES.map((entry) => ({ path: entry.path, serve: nodeRouteOf(entry) })),
+  API_ROUTES.map((entry) => ({ path: entry.path, name: API_V1_BASE + entry.path, serve: nodeRouteOf(entry) })),
 );
 
 /**
@@ -41,6 +42,7 @@ export function serveApiV1(req: IncomingMessage, res: ServerResponse, path = pat
   try {
     found = match(path);
     if (!found) throw unknownPath(path);
+    annotateRequest(req, { route: found.route.name });
   } catch (error) {
     return sendResponse(res, problemResponse(error, requestIdFrom(req.headers["x-request-id"])));
   }

@@ -4,6 +4,7 @@ import { requestIdFrom } from "../api/request-id";
 import { compileRouteTable } from "../api/route-table";
 import { AppError } from "../errors";
 import { keyedRequest } from "../http/keyed-request";
+import { annotateRequest } from "../observability";
 import { publicOrigin } from "../site";
 import { sharingErrorResponse } from "./errors";
 import { SHARING_PATH } from "./profile";
@@ -27,7 +28,8 @@ export const SHARING_PATH_PATTERN = /^\/api\/delta-sharing(?:\/|$)/;
 const MAX_BODY_BYTES = 64 * 1024;
 
 const TABLE = "/shares/{share}/schemas/{schema}/tables/{table}";
-const ROUTES: { method: "GET" | "POST" | "HEAD"; path: string; handler: SharingHandler }[] = [
+/** The protocol's endpoints below SHARING_PATH; their templates name requests in logs and metrics. */
+export const SHARING_ROUTES: { method: "GET" | "POST" | "HEAD"; path: string; handler: SharingHandler }[] = [
   { method: "GET", path: "/shares", handler: listShares },
   { method: "GET", path: "/shares/{share}", handler: getShare },
   { method: "GET", path: "/shares/{share}/schemas", handler: listSchemas },
@@ -43,7 +45,7 @@ const ROUTES: { method: "GET" | "POST" | "HEAD"; path: string; handler: SharingH
 
 const match = compileRouteTable(
   "",
-  ROUTES,
+  SHARING_ROUTES,
   () => new AppError("sharing_malformed_request", "The request path has an invalid percent-encoding."),
 );
 
@@ -59,7 +61,8 @@ export async function serveDeltaSharing(req: IncomingMessage, res: ServerRespons
   const [rawPath = "", rawSearch = ""] = (req.url ?? "").split("?", 2);
   let response: Response;
   try {
-    const { handler, params } = route(req.method ?? "", rawPath.slice(SHARING_PATH.length));
+    const { handler, params, name } = route(req.method ?? "", rawPath.slice(SHARING_PATH.length));
+    annotateRequest(req, { route: name });
     response = await keyedRequest({
       incoming: req,
       requestId,
@@ -82,13 +85,16 @@ export async function serveDeltaSharing(req: IncomingMessage, res: ServerRespons
 }
 
 /** The handler and path parameters for a method and path (below /api/delta-sharing). */
-function route(method: string, path: string): { handler: SharingHandler; params: Record<string, string> } {
+function route(
+  method: string,
+  path: string,
+): { handler: SharingHandler; params: Record<string, string>; name: string } {
   const found = match(path);
   if (found) {
     const { route, params } = found;
     // GET routes answer HEAD too (headers only).
     if (route.method === method || (method === "HEAD" && route.method === "GET")) {
-      return { handler: route.handler, params };
+      return { handler: route.handler, params, name: SHARING_PATH + route.path };
     }
     const allow = route.method === "GET" ? "GET, HEAD" : route.method;
     throw new AppError("method_not_allowed", `${method} is not allowed here. Allowed: ${allow}.`, { Allow: allow });

@@ -1,4 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { API_V1_BASE } from "../../lib/api/dispatch";
+import { API_ROUTES } from "../../lib/api/routes";
+import { templateNames } from "../../lib/api/route-table";
+import { SHARING_PATH } from "../../lib/sharing/profile";
+import { SHARING_ROUTES } from "../../lib/sharing/dispatch";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";
 import { startServer, TEST_AUTH_SECRET, type TestServer } from "../helpers/server";
@@ -113,5 +118,36 @@ describe("metrics at /api/metrics", () => {
     expect(text).toMatch(/^process_cpu_seconds_total /m);
     // Raw paths (ids, tokens) never become labels.
     expect(text).not.toContain(delivered.id);
+  });
+});
+
+describe("route names", () => {
+  const metricsText = async () =>
+    (await fetch(`${server.url}/api/metrics`, { headers: { Authorization: `Bearer ${METRICS_TOKEN}` } })).text();
+  /** A template with each `{name}` filled, so the path reaches the route whatever it then answers. */
+  const filled = (template: string) =>
+    templateNames(template).reduce((path, name) => path.replace(`{${name}}`, `${name}-0`), template);
+  const requested = [
+    ...API_ROUTES.map((entry) => ({ method: "GET", name: API_V1_BASE + entry.path })),
+    ...SHARING_ROUTES.map((entry) => ({ method: entry.method, name: SHARING_PATH + entry.path })),
+  ];
+
+  it("come from the API's and Delta Sharing's route tables, for every route", async () => {
+    expect(requested.length).toBeGreaterThan(15);
+    for (const { method, name } of requested) {
+      await fetch(server.url + filled(name), {
+        method,
+        headers: { Authorization: `Bearer ${key}` },
+        redirect: "manual",
+      });
+    }
+    await fetch(`${server.url}/api/v1/no/such/route`, { headers: { Authorization: `Bearer ${key}` } });
+    const text = await metricsText();
+    const labels = new Set(
+      [...text.matchAll(/^http_request_duration_seconds_count\{route="([^"]*)"/gm)].map((m) => m[1]),
+    );
+    for (const { name } of requested) expect(labels, name).toContain(name);
+    expect(labels).toContain("/api/v1/{unknown}");
+    expect([...labels].filter((label) => label?.includes("-0"))).toEqual([]);
   });
 });
