@@ -46,9 +46,10 @@ export function clientSyncCommands(origin: string): string {
   return [
     `export DATASET_ACCESS_URL=${origin}`,
     `# Python 3.9+, nothing to install:`,
-    `curl -O ${origin}/clients/dataset_access.py`,
+    `curl --fail -O ${origin}/clients/dataset_access.py`,
     `python3 dataset_access.py sync --dir ./datasets`,
-    `# Node.js 20+ (@dataset-access/client):`,
+    `# Node.js 20+: the client package from this site (never from a registry by name):`,
+    `npm install ${origin}/clients/dataset-access-client.tgz`,
     `npx dataset-access sync --dir ./datasets`,
   ].join("\n");
 }

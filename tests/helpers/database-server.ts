@@ -43,10 +43,14 @@ export async function openTestDatabaseServer(): Promise<{ url: string; stop: () 
  */
 export function buildProductionServer(): void {
   if (process.env.TEST_SKIP_BUILD === "1") return;
-  execFileSync(process.execPath, [path.resolve("node_modules/next/dist/bin/next"), "build"], {
-    stdio: ["ignore", "ignore", "inherit"],
-    env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" },
-  });
+  const run = (args: string[]) =>
+    execFileSync(process.execPath, args, {
+      stdio: ["ignore", "ignore", "inherit"],
+      env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" },
+    });
+  // What `npm run build` does: the app, then the client tarball it serves.
+  run([path.resolve("node_modules/next/dist/bin/next"), "build"]);
+  run(["--import", "tsx", path.resolve("scripts/clients/pack-typescript.ts")]);
 }
 
 /** A new database of its own on the test server, empty or with every migration applied. */
