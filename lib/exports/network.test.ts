@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { exportAddressFilter, isLinkLocalAddress, literalHostProblem } from "./network";
+import { exportAddressFilter, literalHostProblem } from "./network";
 
 describe("the export address filter", () => {
   const strict = exportAddressFilter({});
@@ -28,11 +28,14 @@ describe("the export address filter", () => {
     expect(allowing(address)).toBe(refusedWhenAllowed);
   });
 
-  it("judges link-local addresses in every form", () => {
-    expect(isLinkLocalAddress("169.254.0.1")).toBe(true);
-    expect(isLinkLocalAddress("febf::1")).toBe(true);
-    expect(isLinkLocalAddress("fec0::1")).toBe(false);
-  });
+  // Issue #37: cloud metadata in IPv6 forms, and Alibaba's, passed with EXPORT_ALLOW_PRIVATE=true (every form: ../webhooks/addresses.test.ts).
+  it.each(["64:ff9b::a9fe:a9fe", "2002:a9fe:a9fe::1", "::ffff:0:a9fe:a9fe", "fd00:ec2::254", "100.100.100.200"])(
+    "refuses metadata address %s even with EXPORT_ALLOW_PRIVATE=true",
+    (address) => {
+      expect(allowing(address)).toBe(true);
+      expect(literalHostProblem(`[${address}]`, allowing)).toMatch(/private, local or reserved/);
+    },
+  );
 
   it("refuses private IP literals and localhost written into a URL or host", () => {
     expect(literalHostProblem("169.254.169.254", allowing)).toMatch(/private, local or reserved/);

@@ -3,7 +3,13 @@ import https from "node:https";
 import net from "node:net";
 import tls from "node:tls";
 import ipaddr from "ipaddr.js";
-import { ForbiddenAddressError, guardedLookup, isForbiddenAddress, type AddressFilter } from "../webhooks/ssrf";
+import {
+  ForbiddenAddressError,
+  guardedLookup,
+  isAlwaysForbiddenAddress,
+  isForbiddenAddress,
+  type AddressFilter,
+} from "../webhooks/ssrf";
 
 /**
  * Exports connect to hosts buyers name (an S3 endpoint, an Azure account URL, an SFTP host), so
@@ -11,44 +17,18 @@ import { ForbiddenAddressError, guardedLookup, isForbiddenAddress, type AddressF
  * the address the socket actually reached: names through a guarded DNS lookup, IP literals
  * (which skip the lookup) on connect. A redirect, an endpoint override or a re-resolved name opens a
  * new connection and is checked again. EXPORT_ALLOW_PRIVATE=true (tests, single-host setups) allows
- * loopback and private ranges, never link-local (169.254.0.0/16, fe80::/10: cloud metadata lives there).
+ * loopback and private ranges, never cloud metadata or link-local addresses, in any form (as webhooks).
  */
 
 type Env = Record<string, string | undefined>;
-
-const LINK_LOCAL_V4 = ipaddr.IPv4.parseCIDR("169.254.0.0/16");
-const LINK_LOCAL_V6 = ipaddr.IPv6.parseCIDR("fe80::/10");
-const IPV4_COMPATIBLE = ipaddr.IPv6.parseCIDR("::/96");
 
 export function exportPrivateAddressesAllowed(env: Env = process.env): boolean {
   return env.EXPORT_ALLOW_PRIVATE === "true";
 }
 
-/** Whether an address is link-local (IPv4-mapped and IPv4-compatible forms judged as the IPv4 they carry). */
-export function isLinkLocalAddress(address: string): boolean {
-  if (!ipaddr.isValid(address)) return true;
-  let parsed = ipaddr.parse(address);
-  if (parsed.kind() === "ipv6") {
-    const ipv6 = parsed as ipaddr.IPv6;
-    if (ipv6.isIPv4MappedAddress()) parsed = ipv6.toIPv4Address();
-    else if (ipv6.match(IPV4_COMPATIBLE)) {
-      const [high, low] = ipv6.parts.slice(6) as [number, number];
-      parsed = new ipaddr.IPv4([high >> 8, high & 0xff, low >> 8, low & 0xff]);
-    }
-  }
-  return parsed.kind() === "ipv4"
-    ? (parsed as ipaddr.IPv4).match(LINK_LOCAL_V4)
-    : (parsed as ipaddr.IPv6).match(LINK_LOCAL_V6);
-}
-
-/** The addresses exports refuse: the webhooks' rule, or with EXPORT_ALLOW_PRIVATE=true only link-local ones and non-addresses. */
+/** The addresses exports refuse: the webhooks' rule, or with EXPORT_ALLOW_PRIVATE=true the webhooks' rule for that case. */
 export function exportAddressFilter(env: Env = process.env): AddressFilter {
-  if (!exportPrivateAddressesAllowed(env)) return isForbiddenAddress;
-  return (address) => {
-    if (isLinkLocalAddress(address)) return true;
-    const range = ipaddr.process(address).range();
-    return range === "unspecified" || range === "multicast" || range === "broadcast";
-  };
+  return exportPrivateAddressesAllowed(env) ? isAlwaysForbiddenAddress : isForbiddenAddress;
 }
 
 /** Why `host` (a name or IP literal) may not be connected to, or undefined: IP literals and `localhost` are judged here. */

@@ -8,7 +8,7 @@ import { jobTransaction, QUEUES, sendJob } from "../jobs";
 import { emitEvent } from "./emit";
 import { WEBHOOK_EVENT_TYPES, webhookEventTypeSchema, type WebhookEventType } from "./events";
 import { generateWebhookSecret, sealSecret, secretHint } from "./secret";
-import { isForbiddenAddress, privateAddressesAllowed } from "./ssrf";
+import { configuredAddressFilter, privateAddressesAllowed } from "./ssrf";
 
 /** A buyer's webhook endpoints: what the dashboard's Webhooks page does. Every query is scoped to the buyer. */
 
@@ -48,10 +48,10 @@ function urlProblem(value: string): string | undefined {
   }
   const literal = url.hostname.replace(/^\[|\]$/g, "");
   if (
-    !privateAddressesAllowed() &&
-    (url.hostname === "localhost" || (ipaddr.isValid(literal) && isForbiddenAddress(literal)))
+    (!privateAddressesAllowed() && url.hostname === "localhost") ||
+    (ipaddr.isValid(literal) && configuredAddressFilter()(literal))
   ) {
-    return "That address is private or local: events can only be sent to a public address.";
+    return "That address is private, local or reserved: events can only be sent to a public address.";
   }
   return undefined;
 }

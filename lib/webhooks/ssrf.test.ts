@@ -1,8 +1,11 @@
 import net from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { guardedLookup, isForbiddenAddress, postOnce } from "./ssrf";
+import { configuredAddressFilter, guardedLookup, isForbiddenAddress, postOnce } from "./ssrf";
 
-afterEach(() => vi.restoreAllMocks());
+afterEach(() => {
+  vi.restoreAllMocks();
+  vi.unstubAllEnvs();
+});
 
 describe("the webhook address filter", () => {
   it.each([
@@ -49,6 +52,16 @@ describe("the webhook address filter", () => {
     expect(result).toMatchObject({ ok: false, error: expect.stringMatching(/private or reserved address$/) });
     expect(connect).not.toHaveBeenCalled();
   });
+
+  // Issue #37: WEBHOOK_ALLOW_PRIVATE=true allowed every address, metadata in any form included.
+  it.each(["169.254.169.254", "64:ff9b::a9fe:a9fe", "2002:a9fe:a9fe::1", "fd00:ec2::254", "100.100.100.200"])(
+    "refuses metadata address %s even with WEBHOOK_ALLOW_PRIVATE=true, and allows loopback",
+    (address) => {
+      vi.stubEnv("WEBHOOK_ALLOW_PRIVATE", "true");
+      expect(configuredAddressFilter()(address)).toBe(true);
+      expect(configuredAddressFilter()("127.0.0.1")).toBe(false);
+    },
+  );
 
   it("refuses a name whose answers include a private address, in the lookup the socket uses", async () => {
     const lookup = guardedLookup(isForbiddenAddress);

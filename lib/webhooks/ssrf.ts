@@ -3,39 +3,27 @@ import http from "node:http";
 import https from "node:https";
 import type { LookupFunction } from "node:net";
 import ipaddr from "ipaddr.js";
+import { isAlwaysForbiddenAddress, isForbiddenAddress } from "./addresses";
 
 /**
  * Webhook deliveries go to addresses buyers choose, so they must not become a way into the
  * server's own network: only public unicast addresses are reached (no private, loopback,
- * link-local, metadata, multicast or reserved ones), checked on the address actually connected
- * to: the check sits in the DNS lookup the socket uses, so a name cannot resolve to a public
- * address for the check and a private one for the connection (DNS rebinding). IPv4-mapped IPv6
- * addresses are judged as the IPv4 address they carry. WEBHOOK_ALLOW_PRIVATE=true lifts this
- * (tests, single-host setups).
+ * link-local, metadata, multicast or reserved ones, in any IPv6 form carrying one: see
+ * ./addresses), checked on the address actually connected to: the check sits in the DNS lookup
+ * the socket uses, so a name cannot resolve to a public address for the check and a private one
+ * for the connection (DNS rebinding). WEBHOOK_ALLOW_PRIVATE=true (tests, single-host setups)
+ * allows private and loopback addresses, never cloud metadata or link-local ones.
  */
-const IPV4_COMPATIBLE = ipaddr.IPv6.parseCIDR("::/96");
-
-export function isForbiddenAddress(address: string): boolean {
-  if (!ipaddr.isValid(address)) return true;
-  let parsed = ipaddr.parse(address);
-  if (parsed.kind() === "ipv6") {
-    const ipv6 = parsed as ipaddr.IPv6;
-    // IPv4-compatible addresses (::/96, deprecated by RFC 4291) carry an IPv4 address that some
-    // stacks still reach (::7f00:1 is 127.0.0.1); ipaddr.js calls them unicast. None is a public receiver.
-    if (ipv6.match(IPV4_COMPATIBLE)) return true;
-    if (ipv6.isIPv4MappedAddress()) parsed = ipv6.toIPv4Address();
-  }
-  return parsed.range() !== "unicast";
-}
+export { isAlwaysForbiddenAddress, isForbiddenAddress };
 
 export function privateAddressesAllowed(): boolean {
   return process.env.WEBHOOK_ALLOW_PRIVATE === "true";
 }
 
-/** Which addresses deliveries refuse: isForbiddenAddress, or none with WEBHOOK_ALLOW_PRIVATE=true. */
+/** Which addresses deliveries refuse: isForbiddenAddress, or with WEBHOOK_ALLOW_PRIVATE=true isAlwaysForbiddenAddress. */
 export type AddressFilter = (address: string) => boolean;
 export const configuredAddressFilter = (): AddressFilter =>
-  privateAddressesAllowed() ? () => false : isForbiddenAddress;
+  privateAddressesAllowed() ? isAlwaysForbiddenAddress : isForbiddenAddress;
 
 export class ForbiddenAddressError extends Error {}
 
