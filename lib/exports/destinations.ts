@@ -16,6 +16,7 @@ import {
   type ExportFormat,
 } from "./config";
 import { describeFailure } from "./failures";
+import { secretAddress, secretBinding, SECRET_NEEDED_AGAIN } from "./secret-address";
 import { openSecrets, resealSecrets, sealSecrets } from "./secrets";
 import { openTarget } from "./targets";
 import { TEST_OBJECT_NAME } from "./targets/target";
@@ -111,7 +112,7 @@ const rowSettings = (settings: DestinationSettings) => ({
   keyTemplate: settings.keyTemplate,
 });
 
-/** Adds a destination; its secrets are sealed (production refuses without EXPORT_SECRETS_KEY). */
+/** Adds a destination; its secrets are sealed bound to it (production refuses without EXPORT_SECRETS_KEY). */
 export async function createDestination(buyerId: string, input: DestinationInput, by: Actor): Promise<{ id: string }> {
   const count = await db().exportDestination.count({ where: { buyerId } });
   if (count >= MAX_DESTINATIONS_PER_ACCOUNT) {
@@ -121,8 +122,15 @@ export async function createDestination(buyerId: string, input: DestinationInput
     );
   }
   const { settings, destination } = await checkedInput(buyerId, input);
+  // The id is made here, not by the database: the sealed secrets are bound to it.
+  const id = `exd_${randomBytes(16).toString("hex")}`;
   const created = await db().exportDestination.create({
-    data: { buyerId, ...rowSettings(settings), secretsSealed: sealSecrets(destination.secrets) },
+    data: {
+      id,
+      buyerId,
+      ...rowSettings(settings),
+      secretsSealed: sealSecrets(destination.secrets, secretBinding(id, destination)),
+    },
     select: { id: true },
   });
   await recordSecurityEvent(buyerId, "export_destination_created", by, {
@@ -132,16 +140,30 @@ export async function createDestination(buyerId: string, input: DestinationInput
   return created;
 }
 
-/** Changes a destination's settings; a secret given replaces the sealed one, a secret left out is kept. */
+/**
+ * Changes a destination's settings; a secret given replaces the sealed one. A secret left out is
+ * kept only while it goes where it went: a change of endpoint, account URL or host (secretAddress)
+ * needs the secret again, so whoever holds a session cannot send the buyer's stored credentials
+ * to a host of their own.
+ */
 export async function updateDestination(buyerId: string, destinationId: string, input: DestinationInput, by: Actor) {
   const current = await ownDestination(buyerId, destinationId);
   if (current.type !== input.type) {
     throw new AppError("invalid_argument", "A destination's type cannot change: add a new destination instead.");
   }
-  const { settings, destination } = await checkedInput(buyerId, input, openSecrets(current.secretsSealed));
+  const currentPlace = { type: current.type, config: current.config, secrets: {} } as DestinationConfig;
+  const givesSecret = SECRET_FIELDS[input.type].some((name) => name in withoutEmptySecrets(input.type, input.fields));
+  const kept = givesSecret ? undefined : openSecrets(current.secretsSealed, secretBinding(current.id, currentPlace));
+  const { settings, destination } = await checkedInput(buyerId, input, kept);
+  if (!givesSecret && secretAddress(destination) !== secretAddress(currentPlace)) {
+    throw new AppError("invalid_argument", SECRET_NEEDED_AGAIN[input.type]);
+  }
   await db().exportDestination.update({
     where: { id: current.id },
-    data: { ...rowSettings(settings), secretsSealed: sealSecrets(destination.secrets) },
+    data: {
+      ...rowSettings(settings),
+      secretsSealed: sealSecrets(destination.secrets, secretBinding(current.id, destination)),
+    },
   });
   await recordSecurityEvent(buyerId, "export_destination_changed", by, {
     id: current.id,
@@ -190,7 +212,8 @@ export async function findDestinationForOperator(destinationId: string) {
 
 /**
  * The destination's type, settings and opened secrets, ready for a store connection. Secrets sealed
- * under an older key of the ring are sealed again under the first (how a key rotation completes).
+ * under an older key of the ring, or before they were bound to their destination, are sealed again
+ * under the first key, bound (how a key rotation, and the move to bound secrets, completes).
  */
 export async function openDestination(row: {
   id: string;
@@ -198,8 +221,9 @@ export async function openDestination(row: {
   config: Prisma.JsonValue;
   secretsSealed: string;
 }): Promise<DestinationConfig> {
-  const secrets = openSecrets(row.secretsSealed);
-  const resealed = resealSecrets(row.secretsSealed);
+  const place = { type: row.type, config: row.config, secrets: {} } as DestinationConfig;
+  const secrets = openSecrets(row.secretsSealed, secretBinding(row.id, place));
+  const resealed = resealSecrets(row.secretsSealed, secretBinding(row.id, place));
   if (resealed) {
     await db().exportDestination.updateMany({
       where: { id: row.id, secretsSealed: row.secretsSealed },

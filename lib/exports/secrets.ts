@@ -9,6 +9,12 @@ import { appSecret } from "../secrets";
  * first seals, every one opens, so a key is rotated by putting the new one first, resealing
  * (`resealSecrets`, done by every run and test of a destination) and then dropping the old one.
  *
+ * Each sealed value is bound to its destination: the destination's id and the address its secret
+ * goes to (`secretBinding` in ./destinations) are the cipher's additional data, so a value copied
+ * to another row, or left in a row whose endpoint, account URL or host was changed underneath it,
+ * does not open. Values sealed before this binding (`v1`, no additional data) still open and are
+ * sealed again bound (`v2`) the first time a run or test opens them.
+ *
  * Production (NODE_ENV=production) refuses to seal or open without EXPORT_SECRETS_KEY. Elsewhere
  * (development, tests) one key is derived from AUTH_SECRET (HKDF), as the webhooks' signing
  * secrets are, so `npm run dev` needs nothing more; a secret sealed so opens only there.
@@ -50,22 +56,31 @@ export function secretsKeyRing(env: Env = process.env): RingKey[] {
   });
 }
 
-/** Seals `secrets` (a JSON object) under the ring's first key: `v1.<key id>.<iv>.<tag>.<data>`. */
-export function sealSecrets(secrets: Record<string, string>, ring = secretsKeyRing()): string {
+/** The sealed form bound to its destination (`boundTo` is the cipher's additional data); v1 had none. */
+const SEALED_VERSION = "v2";
+const LEGACY_VERSION = "v1";
+
+/** Seals `secrets` (a JSON object) under the ring's first key, bound to `boundTo`: `v2.<key id>.<iv>.<tag>.<data>`. */
+export function sealSecrets(secrets: Record<string, string>, boundTo: string, ring = secretsKeyRing()): string {
   const [current] = ring;
   const iv = randomBytes(12);
   const cipher = createCipheriv("aes-256-gcm", current!.key, iv);
+  cipher.setAAD(Buffer.from(boundTo, "utf8"));
   const sealed = Buffer.concat([cipher.update(JSON.stringify(secrets), "utf8"), cipher.final()]);
-  return ["v1", current!.id, iv, cipher.getAuthTag(), sealed]
+  return [SEALED_VERSION, current!.id, iv, cipher.getAuthTag(), sealed]
     .map((part) => (typeof part === "string" ? part : part.toString("base64url")))
     .join(".");
 }
 
-/** Opens sealed secrets with whichever key of the ring sealed them; a value no key opens is an error naming the setting. */
-export function openSecrets(sealed: string, ring = secretsKeyRing()): Record<string, string> {
+/**
+ * Opens sealed secrets with whichever key of the ring sealed them, if they are bound to `boundTo`
+ * (a legacy v1 value is bound to nothing). A value no key opens, or bound elsewhere, is an error
+ * that says what to do.
+ */
+export function openSecrets(sealed: string, boundTo: string, ring = secretsKeyRing()): Record<string, string> {
   const [version, id, iv, tag, data] = sealed.split(".");
   const key = ring.find((candidate) => candidate.id === id);
-  if (version !== "v1" || !iv || !tag || !data || !key) {
+  if ((version !== SEALED_VERSION && version !== LEGACY_VERSION) || !iv || !tag || !data || !key) {
     throw new AppError(
       "export_not_configured",
       `The destination's secrets were sealed with a key that is not in ${EXPORT_SECRETS_KEY}: add that key back, or enter the secrets again.`,
@@ -73,14 +88,24 @@ export function openSecrets(sealed: string, ring = secretsKeyRing()): Record<str
   }
   const decipher = createDecipheriv("aes-256-gcm", key.key, Buffer.from(iv, "base64url"));
   decipher.setAuthTag(Buffer.from(tag, "base64url"));
-  const text = Buffer.concat([decipher.update(Buffer.from(data, "base64url")), decipher.final()]).toString("utf8");
+  if (version === SEALED_VERSION) decipher.setAAD(Buffer.from(boundTo, "utf8"));
+  let text: string;
+  try {
+    text = Buffer.concat([decipher.update(Buffer.from(data, "base64url")), decipher.final()]).toString("utf8");
+  } catch {
+    throw new AppError(
+      "export_not_configured",
+      "The destination's secrets do not open for this destination and address (they were sealed for another one, or changed): enter the secrets again.",
+    );
+  }
   return JSON.parse(text) as Record<string, string>;
 }
 
-/** The same secrets sealed under the ring's first key, or null when they already are. */
-export function resealSecrets(sealed: string, ring = secretsKeyRing()): string | null {
-  if (sealed.split(".")[1] === ring[0]!.id) return null;
-  return sealSecrets(openSecrets(sealed, ring), ring);
+/** The same secrets sealed under the ring's first key and bound to `boundTo`, or null when they already are. */
+export function resealSecrets(sealed: string, boundTo: string, ring = secretsKeyRing()): string | null {
+  const [version, id] = sealed.split(".");
+  if (version === SEALED_VERSION && id === ring[0]!.id) return null;
+  return sealSecrets(openSecrets(sealed, boundTo, ring), boundTo, ring);
 }
 
 /**

@@ -4,6 +4,7 @@ import { useId, useState, type FormEvent, type ReactNode } from "react";
 import { ConfirmDialog, Dialog, DialogFormButtons } from "@/components/dialog";
 import { Button, Notice, inputClass } from "@/components/ui";
 import { useAction } from "@/components/use-action";
+import { KEEP_SECRET_HINT, type DestinationType } from "@/lib/exports/secret-address";
 import {
   createDestinationAction,
   deleteDestinationAction,
@@ -13,7 +14,6 @@ import {
   updateDestinationAction,
 } from "./actions";
 
-type DestinationType = "s3" | "azure" | "sftp";
 type Field = {
   name: string;
   label: string;
@@ -249,7 +249,7 @@ export function DestinationForm({
               <input id={`${formId}-secret`} name="secret" type="password" autoComplete="off" className={inputClass} />
             )}
             <p className="text-xs text-slate-600">
-              {editing ? "Leave it empty to keep the stored one. " : ""}Write-only: it is never shown again.
+              {editing ? KEEP_SECRET_HINT[type] : ""}Write-only: it is never shown again.
             </p>
           </div>
           <fieldset className="space-y-1">
