@@ -112,27 +112,34 @@ const rowSettings = (settings: DestinationSettings) => ({
   keyTemplate: settings.keyTemplate,
 });
 
-/** Adds a destination; its secrets are sealed bound to it (production refuses without EXPORT_SECRETS_KEY). */
+/**
+ * Adds a destination; its secrets are sealed bound to it (production refuses without
+ * EXPORT_SECRETS_KEY). The limit is counted and the row added in one transaction holding the
+ * buyer's row lock, so concurrent creations wait for each other and never exceed it.
+ */
 export async function createDestination(buyerId: string, input: DestinationInput, by: Actor): Promise<{ id: string }> {
-  const count = await db().exportDestination.count({ where: { buyerId } });
-  if (count >= MAX_DESTINATIONS_PER_ACCOUNT) {
-    throw new AppError(
-      "invalid_argument",
-      `An account has at most ${MAX_DESTINATIONS_PER_ACCOUNT} export destinations.`,
-    );
-  }
   const { settings, destination } = await checkedInput(buyerId, input);
   // The id is made here, not by the database: the sealed secrets are bound to it.
   const id = `exd_${randomBytes(16).toString("hex")}`;
-  const created = await db().exportDestination.create({
-    data: {
-      id,
-      buyerId,
-      ...rowSettings(settings),
-      secretsSealed: sealSecrets(destination.secrets, secretBinding(id, destination)),
+  const secretsSealed = sealSecrets(destination.secrets, secretBinding(id, destination));
+  const created = await db().$transaction(
+    async (transaction) => {
+      await transaction.$queryRaw`SELECT 1 FROM buyers WHERE id = ${buyerId} FOR NO KEY UPDATE`;
+      const count = await transaction.exportDestination.count({ where: { buyerId } });
+      if (count >= MAX_DESTINATIONS_PER_ACCOUNT) {
+        throw new AppError(
+          "invalid_argument",
+          `An account has at most ${MAX_DESTINATIONS_PER_ACCOUNT} export destinations.`,
+        );
+      }
+      return transaction.exportDestination.create({
+        data: { id, buyerId, ...rowSettings(settings), secretsSealed },
+        select: { id: true },
+      });
     },
-    select: { id: true },
-  });
+    // Waiting for the buyer's other creations is bounded by the statement timeout, not Prisma's 5 s.
+    { maxWait: 10_000, timeout: 60_000 },
+  );
   await recordSecurityEvent(buyerId, "export_destination_created", by, {
     id: created.id,
     detail: `${settings.name} (${describePlace(destination)})`,

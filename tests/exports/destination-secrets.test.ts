@@ -11,18 +11,21 @@ import {
 } from "@azure/storage-blob";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../lib/db/client";
+import { MAX_DESTINATIONS_PER_ACCOUNT } from "../../lib/exports/destinations";
 import { secretsKeyRing } from "../../lib/exports/secrets";
-import { createTestEnvironment } from "../helpers/database";
+import { createTestEnvironment, lockTable } from "../helpers/database";
 import { buyer, type TestEnvironment } from "../helpers/fixtures";
 import { callServerAction, serverActionId, sessionCookie } from "../helpers/server-action";
 import { startServer, TEST_AUTH_SECRET, type TestServer } from "../helpers/server";
+import { waitFor } from "../helpers/wait";
 import { AZURITE_ACCOUNT, AZURITE_KEY, startTestAzurite, type TestAzurite } from "./stores";
 
 /**
  * A destination's stored secret goes only where it was given for (issue #37), through the
  * dashboard's server actions on the production server: a new account URL without the secret is
  * refused and nothing reaches the new host; a sealed secret copied into another row does not open
- * there; a value sealed before the binding still works.
+ * there; a value sealed before the binding still works. And the 10-destination limit holds when
+ * creations come at once.
  */
 
 const ACTIONS_FILE = "app/(dashboard)/exports/actions.ts";
@@ -75,6 +78,9 @@ beforeAll(async () => {
       JOBS_WORKER: "off",
       EXPORT_SECRETS_KEY: secretsKey,
       EXPORT_ALLOW_PRIVATE: "true",
+      // Room for every concurrent creation of the limit test to wait in PostgreSQL, not in the pool.
+      DATABASE_POOL_SIZE: "40",
+      DATABASE_STATEMENT_TIMEOUT_MS: "60000",
     },
   });
   actions = {
@@ -173,5 +179,41 @@ describe("a destination's stored secret", { timeout: 120_000 }, () => {
     expect(await act("test", cookie, { destinationId: created.id! })).toMatchObject({ ok: true, passed: true });
     const row = await db().exportDestination.findUniqueOrThrow({ where: { id: created.id! } });
     expect(row.secretsSealed.startsWith(`v2.${key!.id}.`)).toBe(true);
+  });
+});
+
+describe("the limit of destinations per account", { timeout: 180_000 }, () => {
+  it("holds when creations come at once: exactly 10 are made, the rest refused", async () => {
+    const account = await buyer("secrets-limit");
+    const cookie = await sessionCookie(account.id);
+    const attempts = MAX_DESTINATIONS_PER_ACCOUNT + 6;
+    // Every creation is made to wait at the same point (the table locked), then all go at once.
+    const lock = await lockTable(env.database.url, "export_destinations");
+    const waitingOnLocks = async () => {
+      const [row] = await db().$queryRaw<{ waiting: bigint }[]>`
+        SELECT count(*) AS waiting FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock'`;
+      return Number(row!.waiting);
+    };
+    const answers = Array.from({ length: attempts }, (_, index) =>
+      act("create", cookie, {
+        name: `lake ${index}`,
+        type: "s3",
+        fields: { bucket: "lake", region: "us-east-1", access_key_id: "AKIA0000", secret_access_key: "secret" },
+        orders: "all",
+        format: "original",
+      }),
+    );
+    try {
+      await waitFor(async () => (await waitingOnLocks()) >= attempts, 120_000, `${attempts} creations to wait`);
+    } finally {
+      await lock.release();
+    }
+    const results = await Promise.all(answers);
+    expect(results.filter((result) => result.ok)).toHaveLength(MAX_DESTINATIONS_PER_ACCOUNT);
+    expect(results.filter((result) => !result.ok).map((result) => result.error)).toEqual(
+      Array(attempts - MAX_DESTINATIONS_PER_ACCOUNT).fill("An account has at most 10 export destinations."),
+    );
+    expect(await db().exportDestination.count({ where: { buyerId: account.id } })).toBe(MAX_DESTINATIONS_PER_ACCOUNT);
   });
 });
