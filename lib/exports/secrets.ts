@@ -10,7 +10,7 @@ import { appSecret } from "../secrets";
  * (`resealSecrets`, done by every run and test of a destination) and then dropping the old one.
  *
  * Each sealed value is bound to its destination: the destination's id and the address its secret
- * goes to (`secretBinding` in ./destinations) are the cipher's additional data, so a value copied
+ * goes to (`secretBinding` in ./secret-address) are the cipher's additional data, so a value copied
  * to another row, or left in a row whose endpoint, account URL or host was changed underneath it,
  * does not open. Values sealed before this binding (`v1`, no additional data) still open and are
  * sealed again bound (`v2`) the first time a run or test opens them.
