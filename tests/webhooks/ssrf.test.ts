@@ -102,4 +102,18 @@ describe("webhook deliveries never reach private addresses", () => {
     );
     expect(endpointUrlSchema.safeParse("https://example.com/hooks").success).toBe(true);
   });
+
+  it("refuses cloud metadata in any form when an endpoint is added, even with WEBHOOK_ALLOW_PRIVATE=true", () => {
+    process.env.WEBHOOK_ALLOW_PRIVATE = "true";
+    try {
+      for (const host of ["169.254.169.254", "[64:ff9b::a9fe:a9fe]", "[2002:a9fe:a9fe::1]", "[fd00:ec2::254]"]) {
+        expect(endpointUrlSchema.safeParse(`https://${host}/`).error?.issues[0]?.message, host).toBe(
+          "That address is private, local or reserved: events can only be sent to a public address.",
+        );
+      }
+      expect(endpointUrlSchema.safeParse("https://10.0.0.1/").success).toBe(true);
+    } finally {
+      delete process.env.WEBHOOK_ALLOW_PRIVATE;
+    }
+  });
 });
