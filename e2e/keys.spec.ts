@@ -75,6 +75,10 @@ test("a key's secret is shown once, works with the API, and stops working when r
     )
     .toBe("3");
   await expect(usage.getByTestId("usage-chart")).toHaveAttribute("data-total", "3");
+  // A date axis and a count scale under the bars.
+  const bars = usage.getByTestId("daily-bars");
+  await expect(bars).toContainText(/(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{1,2}/);
+  await expect(bars).toContainText("3");
   await usage.getByText("Show the numbers").click();
   await expect(usage.getByRole("row").filter({ hasText: day(0) })).toContainText("1");
   await screenshot(page, "keys-usage");
@@ -129,6 +133,11 @@ test("keys of each expiry, and a replacement that revokes the old key", async ({
     await expect(row.locator("td").nth(3)).toContainText(new RegExp(`^(${day(days)}|${day(days + 1)})`));
     await expect(row.getByTestId("key-status")).toHaveText("Active");
   }
+  // Keys not used yet: each chart says so, rather than showing an empty box.
+  const unused = page.getByTestId("key-usage").filter({ hasText: "key-90d" });
+  await expect(unused.getByTestId("usage-chart")).toHaveAttribute("data-total", "0");
+  await expect(unused).toContainText("No requests yet in the last 30 days.");
+  await screenshot(page, "keys-usage-empty");
 
   const old = page.getByTestId("key-row").filter({ hasText: "key-30d" });
   await old.getByRole("button", { name: "Replace key-30d" }).click();

@@ -21,11 +21,19 @@ export default async function OrdersPage({ searchParams }: { searchParams: Promi
       <header className="space-y-2">
         <h1 className="text-2xl font-bold tracking-tight">Orders</h1>
         <p className="text-slate-600">Your paid dataset orders, newest first. Delivered orders can be downloaded.</p>
-        <section aria-label="API usage of this account" className="max-w-xl space-y-1 pt-2">
-          <p className="text-sm text-slate-600">
-            API requests of all your keys: <span data-testid="account-requests-24h">{usage.last24Hours}</span> in the
-            last 24 hours.
-          </p>
+        <section
+          aria-labelledby="account-usage-heading"
+          className="max-w-xl space-y-2 rounded-lg border border-slate-200 bg-white p-4"
+        >
+          <div className="flex flex-wrap items-baseline justify-between gap-2">
+            <h2 id="account-usage-heading" className="font-medium">
+              API usage
+            </h2>
+            <p className="text-sm text-slate-600">
+              All your keys: <span data-testid="account-requests-24h">{usage.last24Hours}</span> requests in the last 24
+              hours
+            </p>
+          </div>
           <UsageChart days={usage.days} label="API usage of this account" />
         </section>
       </header>
