@@ -317,15 +317,15 @@ async function sniffCsv(connection: DuckDBConnection, file: string, source: Sour
 
 /**
  * A DuckDB instance for one task, bounded (memory_limit, threads, spilling into the task's
- * directory) and confined: it reads and writes only `scope`. Its session zone is UTC, so
- * timestamps with a zone read as UTC.
+ * directory up to max_temp_directory_size) and confined: it reads and writes only `scope`. Its
+ * session zone is UTC, so timestamps with a zone read as UTC.
  */
 export async function withTaskEngine<T>(
   scope: EngineScope,
   work: (connection: DuckDBConnection) => Promise<T>,
   task?: EngineTaskName,
 ): Promise<T> {
-  const { memoryLimit, threads } = datasetEngineSettings();
+  const { memoryLimit, threads, spillMax } = datasetEngineSettings();
   const directory = path.resolve(scope.directory);
   const instance = await DuckDBInstance.create(":memory:", {
     memory_limit: memoryLimit,
@@ -338,6 +338,9 @@ export async function withTaskEngine<T>(
   const connection = await instance.connect();
   try {
     await connection.run("SET GLOBAL TimeZone = 'UTC'");
+    // Bounded, so one task cannot fill the disk the database and the other tasks share. Set here:
+    // given to DuckDBInstance.create, DuckDB 1.5 reports it but does not enforce it.
+    await connection.run(`SET max_temp_directory_size = ${sqlString(spillMax)}`);
     await connection.run(`SET allowed_directories = [${sqlString(`${directory}/`)}]`);
     await connection.run(
       `SET allowed_paths = [${scope.readable.map((file) => sqlString(path.resolve(file))).join(", ")}]`,

@@ -13,6 +13,8 @@ import type { Compression, DataFormat } from "./formats";
  *
  * Settings (environment):
  * - `DATASET_MEMORY_LIMIT` (default 256MB): DuckDB's memory_limit; it spills to the task's directory beyond it;
+ * - `DATASET_SPILL_MAX` (default 50GB): DuckDB's max_temp_directory_size, what one task may spill (its own
+ *   default is 90% of the free disk): a task needing more fails with a sentence naming the setting;
  * - `DATASET_THREADS` (default 2);
  * - `DATASET_TEMP_DIR` (default `dataset-access` under the system's temporary directory): the root of every task's
  *   private directory; it must be this user's own (./temp-root.ts);
@@ -24,6 +26,7 @@ import type { Compression, DataFormat } from "./formats";
 
 export type DatasetEngineSettings = {
   memoryLimit: string;
+  spillMax: string;
   threads: number;
   tempDir: string;
   processMemoryMaxBytes: number;
@@ -49,6 +52,8 @@ function sizeSetting(name: string, value: string): number {
 export function datasetEngineSettings(env: Record<string, string | undefined> = process.env): DatasetEngineSettings {
   const memoryLimit = env.DATASET_MEMORY_LIMIT || "256MB";
   const memoryLimitBytes = sizeSetting("DATASET_MEMORY_LIMIT", memoryLimit);
+  const spillMax = env.DATASET_SPILL_MAX || "50GB";
+  sizeSetting("DATASET_SPILL_MAX", spillMax);
   const threads = Number(env.DATASET_THREADS || 2);
   if (!Number.isInteger(threads) || threads < 1) {
     throw new Error(`DATASET_THREADS must be a whole number of at least 1, got "${env.DATASET_THREADS}".`);
@@ -66,8 +71,11 @@ export function datasetEngineSettings(env: Record<string, string | undefined> = 
     );
   }
   const tempDir = path.resolve(env.DATASET_TEMP_DIR || path.join(os.tmpdir(), "dataset-access"));
-  return { memoryLimit, threads, tempDir, processMemoryMaxBytes, taskTimeoutMs: timeoutSeconds * 1000 };
+  return { memoryLimit, spillMax, threads, tempDir, processMemoryMaxBytes, taskTimeoutMs: timeoutSeconds * 1000 };
 }
+
+/** DuckDB's error when a task's spill reached max_temp_directory_size. */
+export const SPILL_LIMIT = /max_temp_directory_size/;
 
 /** A path or other text as a SQL string literal. */
 export const sqlString = (text: string) => `'${text.replaceAll("'", "''")}'`;
@@ -111,6 +119,10 @@ export function readerSql(
  */
 export function duckdbMessageFor(error: unknown, fileName: string, hide: string[]): string {
   const message = error instanceof Error ? error.message : String(error);
+  // DuckDB's own advice here (a PRAGMA) is not the reader's to follow: the operator's setting is named.
+  if (SPILL_LIMIT.test(message)) {
+    return `it needed more temporary disk space than the data engine may use (DATASET_SPILL_MAX, ${datasetEngineSettings().spillMax}).`;
+  }
   let [statement = ""] = message.split(/\n\s*\n|Possible Solution|The search space used/);
   // Longest first, so a directory never cuts a path inside it in two.
   for (const path of [...hide].sort((a, b) => b.length - a.length)) statement = statement.replaceAll(path, fileName);

@@ -4,7 +4,7 @@ import { db, Prisma } from "../db/client";
 import { errorFields, logger } from "../log";
 import { jobTransaction, QUEUES, sendJob } from "../jobs";
 import { UnreadableFileError } from "./checks";
-import { duckdbMessageFor, withTempDir } from "./engine";
+import { duckdbMessageFor, SPILL_LIMIT, withTempDir } from "./engine";
 import { EngineProcessEnded, runEngineTask } from "./engine-pool";
 import type { Profile } from "./engine-tasks";
 import { fileStorage, type StoredObject } from "../storage";
@@ -185,7 +185,7 @@ function readableReason(error: unknown, file: ProfiledFile, path: string): strin
   if (/maximum line size of \d+ bytes exceeded/i.test(message)) {
     return "A line of the file is longer than 2 MB, more than a row of data can be: it was not read further.";
   }
-  if (/out of memory/i.test(message)) {
+  if (/out of memory/i.test(message) && !SPILL_LIMIT.test(message)) {
     return "Reading the file needed more memory than the profile may use (a single value or row is too large).";
   }
   const what = file.format === "parquet" ? "Parquet" : file.format.toUpperCase();
