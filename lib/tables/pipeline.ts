@@ -10,14 +10,15 @@ import { jobTransaction, QUEUES, sendJob } from "../jobs";
 import { queueExportRuns } from "../exports/runs";
 import { emitEvent } from "../webhooks/emit";
 import { discardChangeFile, makeChangeFile, recordChangeFile, versionParts } from "./changes";
+import { columnDifference, columnEvolutionProblem, reservedColumnProblem } from "./columns";
 import { versionJson } from "./queries";
 
 /**
  * A publication's way to a version (contract Part 4), one job per step reached
  * (`table-publication`, queued when its last part is stored and whenever one of its parts is
  * profiled or gets its Parquet rendition, and by a sweep). It becomes the table's next version when
- * every part is profiled with the same columns, the columns equal the previous version's or only
- * add columns after them, every part's Parquet rendition is ready, and the key holds (every key
+ * every part is profiled with the same columns, none named as the change feed's own (./columns.ts),
+ * the columns equal the previous version's or only add columns after them, every part's Parquet rendition is ready, and the key holds (every key
  * column present, no null key, no key twice in a snapshot). Otherwise it fails with a sentence
  * naming the part, the column or the first duplicate key, and the table keeps its current version.
  * Its change file (./changes.ts) is made last, and the version, its change file's row, its counts
@@ -82,6 +83,8 @@ export async function advancePublication(publicationId: string): Promise<Advance
       );
     }
   }
+  const reserved = reservedColumnProblem(columns);
+  if (reserved) return fail(publicationId, table.id, reserved);
   const missingKey = table.key.find((key) => !columns.some((column) => column.name === key));
   if (missingKey) {
     return fail(
@@ -339,43 +342,6 @@ async function requestParquet(fileId: string): Promise<void> {
     const created = await tx.fileRendition.createMany({ data: [{ fileId, format: "parquet" }], skipDuplicates: true });
     if (created.count === 1) await sendJob(QUEUES.datasetRendition, { fileId, format: "parquet" }, { tx });
   });
-}
-
-/** How two parts' columns differ (names, order and types; nullability may differ), or undefined. */
-export function columnDifference(expected: Column[], actual: Column[]): string | undefined {
-  for (let i = 0; i < Math.max(expected.length, actual.length); i++) {
-    const want = expected[i];
-    const got = actual[i];
-    if (!got) return `it has no column "${want!.name}"`;
-    if (!want) return `it has an extra column "${got.name}"`;
-    if (want.name !== got.name) return `its column ${i + 1} is "${got.name}", not "${want.name}"`;
-    if (want.type !== got.type) return `its column "${got.name}" is ${got.type}, not ${want.type}`;
-  }
-  return undefined;
-}
-
-/**
- * Why a version's columns cannot follow the previous version's, or undefined: they must be the same
- * columns with the same types, in the same order, with new columns only after them.
- */
-export function columnEvolutionProblem(
-  previous: Column[],
-  next: Column[],
-  previousVersion: number,
-): string | undefined {
-  for (const [i, column] of previous.entries()) {
-    const now = next[i];
-    if (!now || now.name !== column.name) {
-      const moved = next.find((candidate) => candidate.name === column.name);
-      return moved
-        ? `Column "${column.name}" moved from position ${i + 1} in version ${previousVersion}; columns keep their order, and new ones come after them.`
-        : `Column "${column.name}" of version ${previousVersion} is missing (renamed or dropped); a new version keeps every column and may only add columns after them.`;
-    }
-    if (now.type !== column.type) {
-      return `Column "${column.name}" was ${column.type} in version ${previousVersion} and is ${now.type} here; a column keeps its type.`;
-    }
-  }
-  return undefined;
 }
 
 /** The key check in an engine process over the parts' Parquet renditions (copied from S3 first). */

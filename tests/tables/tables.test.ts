@@ -255,6 +255,11 @@ describe("table:publish", { timeout: 240_000 }, () => {
       { "dupes-a.csv": productsCsv(products(1, 3)), "dupes-b.csv": productsCsv(products(3, 3)) },
       /The key \(id\) is not unique: id = 3 occurs 2 times/,
     ],
+    [
+      "a column named as one of the change feed's own",
+      { "reserved-a.csv": "id,name,price,_Change_Type\n1,a,1.5,insert\n" },
+      /^Column "_Change_Type" has a name the change feed reserves for its own columns \(_change_type, _commit_version, _commit_timestamp\): rename it/,
+    ],
   ])("fails a publication with %s, naming what is wrong; the table keeps its version", async (_case, parts, reason) => {
     const table = `bad_${Object.keys(parts)[0]!.split("-")[0]}`;
     const good = await publish(table, { [`${table}-good.csv`]: productsCsv(products(1, 4)) }, { key: ["id"] });
