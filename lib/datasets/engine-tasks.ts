@@ -116,8 +116,10 @@ export const ENGINE_TASKS = {
   ): Promise<KeyCheck> {
     const files = `[${input.parts.map((part) => sqlString(part.path)).join(", ")}]`;
     const key = input.key.map(sqlIdentifier);
+    // Each row's file in a column of a name the data does not use (a data column may be `filename`).
+    const partColumn = await unusedColumnName(connection, `read_parquet(${files})`, "part_file");
     const nulls = await connection.runAndReadAll(
-      `SELECT filename FROM read_parquet(${files}, filename = true) WHERE ${key.map((column) => `${column} IS NULL`).join(" OR ")} LIMIT 1`,
+      `SELECT ${sqlIdentifier(partColumn)} FROM read_parquet(${files}, filename = ${sqlString(partColumn)}) WHERE ${key.map((column) => `${column} IS NULL`).join(" OR ")} LIMIT 1`,
     );
     const nullIn = nulls.getRowsJson()[0]?.[0];
     if (nullIn !== undefined) {
@@ -197,6 +199,15 @@ async function columnsOf(connection: DuckDBConnection, reader: string): Promise<
   }));
   if (columns.length === 0) throw new UnreadableFileError("The file has no columns.");
   return columns;
+}
+
+/** `base`, or `base_2`, `base_3`...: the first name no column of `reader` has (DuckDB compares names without case). */
+async function unusedColumnName(connection: DuckDBConnection, reader: string, base: string): Promise<string> {
+  const described = await connection.runAndReadAll(`DESCRIBE SELECT * FROM ${reader}`);
+  const taken = new Set(described.getRowObjectsJson().map((row) => String(row.column_name).toLowerCase()));
+  let name = base;
+  for (let n = 2; taken.has(name); n++) name = `${base}_${n}`;
+  return name;
 }
 
 /** The first PREVIEW_ROWS rows of `reader`, as the preview stores them. */

@@ -274,6 +274,20 @@ describe("table:publish", { timeout: 240_000 }, () => {
     expect(next.done).toMatchObject({ status: "ready", version: 2 });
   });
 
+  it("checks the key of a table with a data column named filename", async () => {
+    const first = await publish(
+      "named",
+      { "named-a.csv": "id,filename,price\n1,a.csv,1\n2,b.csv,2\n" },
+      { key: ["id"] },
+    );
+    expect(first.done).toMatchObject({ status: "ready", version: 1 });
+    const nullKey = await publish("named", {
+      "named-b.csv": "id,filename,price\n3,c.csv,3\n",
+      "named-c.csv": "id,filename,price\n4,d.csv,4\n,e.csv,5\n",
+    });
+    expect(nullKey.done.error).toMatch(/^Part "named-c\.csv" has a row whose key \(id\) is null/);
+  });
+
   it.each([
     ["a renamed column", "id,title,price\n1,a,1\n", /Column "name" of version 1 is missing \(renamed or dropped\)/],
     ["a retyped column", "id,name,price\n1,a,cheap\n", /Column "price" was DOUBLE in version 1 and is VARCHAR here/],
