@@ -35,13 +35,14 @@ export async function findOrderForOperator(orderId: string) {
 
 /**
  * A new file's name and type, checked before any byte is moved (a 100 GB upload must not fail at
- * the end). `allowTaken` lets a name already recorded by the same unfinished publication through.
+ * the end). `allowTakenBy` lets a name already recorded by one of these publications through (the
+ * same unfinished publication resumed, or a failed one whose parts are replaced).
  */
 export async function checkNewFile(
   orderId: string,
   rawName: string,
   rawContentType: string | undefined,
-  { allowTakenBy }: { allowTakenBy?: string } = {},
+  { allowTakenBy = [] }: { allowTakenBy?: string[] } = {},
 ): Promise<{ name: string; contentType: string }> {
   const name = rawName.trim();
   const problem = fileNameProblem(name);
@@ -51,7 +52,7 @@ export async function checkNewFile(
     where: { orderId, origin: "delivered", name },
     select: { publicationId: true },
   });
-  if (taken && (!allowTakenBy || taken.publicationId !== allowTakenBy)) throw duplicateName(orderId, name);
+  if (taken && !(taken.publicationId && allowTakenBy.includes(taken.publicationId))) throw duplicateName(orderId, name);
   return { name, contentType };
 }
 

@@ -13,7 +13,8 @@ import {
   type AddedFile,
   type FileSource,
 } from "../orders/files";
-import { hashStream, fileStorage } from "../storage";
+import { errorFields, logger } from "../log";
+import { driverOf, hashStream, fileStorage } from "../storage";
 import { tableNameProblem } from "./names";
 
 /**
@@ -22,7 +23,8 @@ import { tableNameProblem } from "./names";
  * table's next version once every part is profiled and checked (./pipeline.ts). Every name is checked
  * before a byte is stored. A publish killed midway leaves a publication `uploading` whose stored
  * parts point at whole objects; the same publish run again resumes it: a part already stored with
- * the same bytes is not stored twice.
+ * the same bytes is not stored twice. A failed publication's part names can be published again:
+ * its parts of those names are replaced (removed, then stored anew and read again).
  */
 
 export type PartInput = { name?: string; contentType?: string; source: FileSource };
@@ -69,15 +71,19 @@ export async function publishTable(input: {
   // A run killed after its publication was complete and run again with the same parts: that publication.
   const completed = unfinished ? null : await completedPublication(existing, partNames, parts);
   if (completed) return { table: input.table, publication: completed.id, files: completed.files };
+  // A failed publication's part names can be published again: its parts holding them are replaced.
+  const replaced = existing ? await failedPartsNamed(existing.id, partNames) : [];
+  const allowTakenBy = [...(unfinished ? [unfinished.id] : []), ...replaced.map((part) => part.publicationId!)];
   const checked = [];
   for (const part of parts) {
-    const file = await checkNewFile(input.orderId, part.name, part.contentType, { allowTakenBy: unfinished?.id });
+    const file = await checkNewFile(input.orderId, part.name, part.contentType, { allowTakenBy });
     checked.push({ ...part, ...file, contentTypeGiven: part.contentType !== undefined });
   }
   const table = existing ?? (await createTable(input.orderId, input.table, input.mode, key, input.newTable === true));
   const publication =
     unfinished ??
     (await db().tablePublication.create({ data: { tableId: table.id, partNames }, select: { id: true } }));
+  await removeFailedParts(replaced);
 
   const storedBefore = new Map(
     (
@@ -192,6 +198,49 @@ async function completedPublication(
       contentType: row.contentType,
     })),
   };
+}
+
+type FailedPart = {
+  id: string;
+  publicationId: string | null;
+  storageKey: string;
+  registered: boolean;
+  renditions: { storageKey: string | null }[];
+};
+
+/** The parts of the table's failed publications that hold any of `names` (no version points at them). */
+async function failedPartsNamed(tableId: string, names: string[]): Promise<FailedPart[]> {
+  return db().orderFile.findMany({
+    where: { origin: "delivered", name: { in: names }, publication: { tableId, status: "failed" } },
+    select: {
+      id: true,
+      publicationId: true,
+      storageKey: true,
+      registered: true,
+      renditions: { select: { storageKey: true } },
+    },
+  });
+}
+
+/**
+ * Removes failed parts whose names are published again: rows first (their renditions go with them),
+ * then their objects, as a prune does (a run killed between leaves at worst an object no row points
+ * at). The failed publication stays, with its reason, in `table:versions`.
+ */
+async function removeFailedParts(parts: FailedPart[]): Promise<void> {
+  if (parts.length === 0) return;
+  await db().orderFile.deleteMany({ where: { id: { in: parts.map((part) => part.id) } } });
+  const objects = parts.flatMap((part) => [
+    ...(part.registered ? [] : [part.storageKey]),
+    ...part.renditions.flatMap((rendition) => (rendition.storageKey ? [rendition.storageKey] : [])),
+  ]);
+  for (const key of objects) {
+    // Objects of another driver than the configured one (before storage:migrate switched) are left.
+    if (driverOf(key) !== fileStorage().driver) continue;
+    await fileStorage()
+      .delete(key)
+      .catch((error: unknown) => logger().warn({ key, ...errorFields(error) }, "replaced part's object not deleted"));
+  }
 }
 
 function partName(part: PartInput): string {

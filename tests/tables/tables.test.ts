@@ -288,6 +288,31 @@ describe("table:publish", { timeout: 240_000 }, () => {
     expect(nullKey.done.error).toMatch(/^Part "named-c\.csv" has a row whose key \(id\) is null/);
   });
 
+  it("publishes a failed publication's part names again, replacing its parts", async () => {
+    const parts = { "again-1.csv": productsCsv(products(1, 3)), "again-2.csv": "id,name,price\n4,2\n5,a,6,7\n" };
+    const failed = await publish("again", parts, { key: ["id"] });
+    expect(failed.done.status).toBe("failed");
+    const again = await publish("again", { ...parts, "again-2.csv": productsCsv(products(4, 2)) });
+    expect(again.done).toMatchObject({ status: "ready", version: 1 });
+    const listed = (await getOrder()).files.filter((file) => file.table?.name === "again");
+    expect(listed.map((file) => [file.name, file.id, file.table?.version])).toEqual(
+      again.files.map((file) => [file.name, file.id, 1]),
+    );
+    expect(await db().orderFile.count({ where: { id: { in: failed.files.map((file) => file.id) } } })).toBe(0);
+    const history = await runAdminJson<{ publications: { id: string; status: string; error: string | null }[] }>(
+      cliEnv,
+      "table:versions",
+      "--order",
+      orderId,
+      "--table",
+      "again",
+    );
+    expect(history.publications.map((one) => [one.id, one.status, one.error])).toEqual([
+      [again.publication, "ready", null],
+      [failed.publication, "failed", expect.stringMatching(/^Part "again-2\.csv" could not be read/)],
+    ]);
+  });
+
   it.each([
     ["a renamed column", "id,title,price\n1,a,1\n", /Column "name" of version 1 is missing \(renamed or dropped\)/],
     ["a retyped column", "id,name,price\n1,a,cheap\n", /Column "price" was DOUBLE in version 1 and is VARCHAR here/],
