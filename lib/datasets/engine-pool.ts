@@ -16,7 +16,10 @@ import type { EngineScope, EngineTaskInput, EngineTaskName, EngineTaskOutput } f
  * at once, and tasks beyond it wait their turn), one task each at a time. A process is killed when its task runs past
  * the time limit or its resident memory passes the cap (./engine.ts), and when DuckDB crashes on a
  * file, only that process ends: the task fails with EngineProcessEnded, which names the reason
- * and the signal, and the next task gets a new process. Every end of a process during a task is
+ * and the signal, and the next task gets a new process. A process ended from outside (a signal
+ * that is neither a crash of its own nor our kill: the system's out-of-memory killer, an operator)
+ * says nothing about the data, so its task runs again in a new process, ENGINE_TASK_ATTEMPTS times
+ * in all, RETRY_DELAY_MS apart, before it fails. Every end of a process during a task is
  * logged with its exit code or signal. A process is also replaced after MAX_TASKS_PER_PROCESS tasks
  * (DuckDB's allocator keeps memory it freed) and leaves after IDLE_EXIT_MS without work.
  */
@@ -24,6 +27,9 @@ import type { EngineScope, EngineTaskInput, EngineTaskName, EngineTaskOutput } f
 const MAX_TASKS_PER_PROCESS = 100;
 const IDLE_EXIT_MS = 30_000;
 const MEMORY_POLL_MS = 200;
+/** Tries of a task whose process was ended from outside; the pause before the next grows with each. */
+export const ENGINE_TASK_ATTEMPTS = 3;
+const RETRY_DELAY_MS = 1_000;
 
 const CHILD_ENTRY = fileURLToPath(new URL("./engine-child.ts", import.meta.url));
 /** The engine process runs TypeScript as the app does (tsx), resolved from here so any working directory works. */
@@ -38,6 +44,8 @@ export class EngineProcessEnded extends Error {
     readonly reason: "crashed" | "timeout" | "memory",
     readonly exit: { code: number | null; signal: NodeJS.Signals | null },
     settings: DatasetEngineSettings,
+    /** How many processes ended under this task, counting this one. */
+    readonly attempts = 1,
   ) {
     super(
       reason === "timeout"
@@ -46,8 +54,13 @@ export class EngineProcessEnded extends Error {
           ? `Reading the file needed more than ${formatBytes(settings.processMemoryMaxBytes)} of memory, more than the data engine may use (a single value or row is too large): it was not read further.`
           : CRASH_SIGNALS.has(exit.signal ?? "")
             ? `The data engine stopped while reading the file (it ended with ${exit.signal}): the file's structure is beyond what it can read, for example values nested too deeply. It was not read further.`
-            : `The data engine was ended while reading the file (${exit.signal ?? `exit code ${exit.code}`}), for example by the system for lack of memory. It was not read further; it can be profiled again.`,
+            : `The data engine was ended while reading the file (${exit.signal ?? `exit code ${exit.code}`}${attempts > 1 ? `, ${attempts} times in a row` : ""}), for example by the system for lack of memory. It was not read further; it can be tried again.`,
     );
+  }
+
+  /** Ended by a signal from outside (not a crash on the data, not our own kill): worth running again. */
+  get endedFromOutside(): boolean {
+    return this.reason === "crashed" && this.exit.signal !== null && !CRASH_SIGNALS.has(this.exit.signal);
   }
 }
 
@@ -82,12 +95,18 @@ export function datasetEngineProcesses(): number {
 
 const pool = () => processSingleton("datasets:engine-pool", () => new EnginePool(datasetEngineSettings()));
 
-type Work = { request: Omit<EngineRequest, "id">; resolve: (value: unknown) => void; reject: (error: unknown) => void };
+type Work = {
+  request: Omit<EngineRequest, "id">;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+  attempt: number;
+};
 
 class EnginePool {
   private readonly idle: EngineProcess[] = [];
   private readonly waiting: Work[] = [];
   private busy = 0;
+  private closed = false;
   private readonly size: number;
 
   constructor(private readonly settings: DatasetEngineSettings) {
@@ -96,7 +115,7 @@ class EnginePool {
 
   run(request: Work["request"]): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      this.waiting.push({ request, resolve, reject });
+      this.waiting.push({ request, resolve, reject, attempt: 1 });
       this.next();
     });
   }
@@ -108,8 +127,8 @@ class EnginePool {
       const engine = this.idle.pop() ?? new EngineProcess(this.settings, (ended) => this.forget(ended));
       this.busy++;
       engine
-        .run(work.request)
-        .then(work.resolve, work.reject)
+        .run(work.request, work.attempt)
+        .then(work.resolve, (error: unknown) => this.failed(work, error))
         .finally(() => {
           this.busy--;
           if (engine.reusable) {
@@ -123,12 +142,30 @@ class EnginePool {
     }
   }
 
+  /** A task's failure: again in a new process if its process was ended from outside, tries left. */
+  private failed(work: Work, error: unknown): void {
+    if (!(error instanceof EngineProcessEnded && error.endedFromOutside) || work.attempt >= ENGINE_TASK_ATTEMPTS) {
+      work.reject(error);
+      return;
+    }
+    logger().warn(
+      { task: work.request.task, attempt: work.attempt, signal: error.exit.signal },
+      `A ${work.request.task} task runs again: its engine process was ended from outside (${error.exit.signal}).`,
+    );
+    setTimeout(() => {
+      if (this.closed) return work.reject(error);
+      this.waiting.unshift({ ...work, attempt: work.attempt + 1 });
+      this.next();
+    }, RETRY_DELAY_MS * work.attempt);
+  }
+
   private forget(engine: EngineProcess): void {
     const index = this.idle.indexOf(engine);
     if (index >= 0) this.idle.splice(index, 1);
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     this.waiting.splice(0).forEach((work) => work.reject(new Error("The data engine is shutting down.")));
     await Promise.all(this.idle.splice(0).map((engine) => engine.stop()));
   }
@@ -146,6 +183,7 @@ class EngineProcess {
     startedAt: number;
     resolve: (value: unknown) => void;
     reject: (error: unknown) => void;
+    attempt: number;
     killedFor?: "timeout" | "memory";
   };
   private tasksRun = 0;
@@ -175,13 +213,13 @@ class EngineProcess {
     return !this.exit && this.tasksRun < MAX_TASKS_PER_PROCESS;
   }
 
-  run(request: Omit<EngineRequest, "id">): Promise<unknown> {
+  run(request: Omit<EngineRequest, "id">, attempt: number): Promise<unknown> {
     clearTimeout(this.idleTimer);
     this.child.ref();
     this.tasksRun++;
     const id = ++lastRequestId;
     const done = new Promise<unknown>((resolve, reject) => {
-      this.current = { id, task: request.task, startedAt: Date.now(), resolve, reject };
+      this.current = { id, task: request.task, startedAt: Date.now(), resolve, reject, attempt };
     });
     this.child.send({ ...request, id } satisfies EngineRequest);
     const deadline = setTimeout(() => this.kill("timeout"), this.settings.taskTimeoutMs);
@@ -244,7 +282,7 @@ class EngineProcess {
     const current = this.current;
     if (!current) return;
     this.current = undefined;
-    const failure = new EngineProcessEnded(current.killedFor ?? "crashed", this.exit, this.settings);
+    const failure = new EngineProcessEnded(current.killedFor ?? "crashed", this.exit, this.settings, current.attempt);
     logger().error(
       {
         engine_pid: this.child.pid,

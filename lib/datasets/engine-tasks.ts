@@ -1,3 +1,4 @@
+import { promises as fs } from "node:fs";
 import path from "node:path";
 import { DuckDBInstance, type DuckDBConnection } from "@duckdb/node-api";
 import { formulaSafeSql } from "../csv-formulas";
@@ -338,10 +339,13 @@ export async function withTaskEngine<T>(
 ): Promise<T> {
   const { memoryLimit, threads, spillMax } = datasetEngineSettings();
   const directory = path.resolve(scope.directory);
+  const spill = path.join(directory, "spill");
+  // A task run again after its process was ended from outside (./engine-pool.ts) starts without its spill.
+  await fs.rm(spill, { recursive: true, force: true });
   const instance = await DuckDBInstance.create(":memory:", {
     memory_limit: memoryLimit,
     threads: String(threads),
-    temp_directory: path.join(directory, "spill"),
+    temp_directory: spill,
     // Files are read only as the app hands them over: no extension downloads.
     autoinstall_known_extensions: "false",
     autoload_known_extensions: "false",
