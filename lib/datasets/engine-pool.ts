@@ -19,7 +19,7 @@ import type { EngineScope, EngineTaskInput, EngineTaskName, EngineTaskOutput } f
  * and the signal, and the next task gets a new process. A process ended from outside (a signal
  * that is neither a crash of its own nor our kill: the system's out-of-memory killer, an operator)
  * says nothing about the data, so its task runs again in a new process, ENGINE_TASK_ATTEMPTS times
- * in all, RETRY_DELAY_MS apart, before it fails. Every end of a process during a task is
+ * in all, RETRY_DELAY_MS apart and within the one time limit, before it fails. Every end of a process during a task is
  * logged with its exit code or signal. A process is also replaced after MAX_TASKS_PER_PROCESS tasks
  * (DuckDB's allocator keeps memory it freed) and leaves after IDLE_EXIT_MS without work.
  */
@@ -100,6 +100,8 @@ type Work = {
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
   attempt: number;
+  /** When the time limit ends, from its first try: tries again share it (within the queue's expiry). */
+  deadline?: number;
 };
 
 class EnginePool {
@@ -126,8 +128,9 @@ class EnginePool {
       // An idle process that ended meanwhile has already left `idle` (forget).
       const engine = this.idle.pop() ?? new EngineProcess(this.settings, (ended) => this.forget(ended));
       this.busy++;
+      work.deadline ??= Date.now() + this.settings.taskTimeoutMs;
       engine
-        .run(work.request, work.attempt)
+        .run(work.request, work.attempt, work.deadline)
         .then(work.resolve, (error: unknown) => this.failed(work, error))
         .finally(() => {
           this.busy--;
@@ -153,7 +156,7 @@ class EnginePool {
       `A ${work.request.task} task runs again: its engine process was ended from outside (${error.exit.signal}).`,
     );
     setTimeout(() => {
-      if (this.closed) return work.reject(error);
+      if (this.closed || Date.now() >= work.deadline!) return work.reject(error);
       this.waiting.unshift({ ...work, attempt: work.attempt + 1 });
       this.next();
     }, RETRY_DELAY_MS * work.attempt);
@@ -213,7 +216,7 @@ class EngineProcess {
     return !this.exit && this.tasksRun < MAX_TASKS_PER_PROCESS;
   }
 
-  run(request: Omit<EngineRequest, "id">, attempt: number): Promise<unknown> {
+  run(request: Omit<EngineRequest, "id">, attempt: number, deadline: number): Promise<unknown> {
     clearTimeout(this.idleTimer);
     this.child.ref();
     this.tasksRun++;
@@ -222,10 +225,10 @@ class EngineProcess {
       this.current = { id, task: request.task, startedAt: Date.now(), resolve, reject, attempt };
     });
     this.child.send({ ...request, id } satisfies EngineRequest);
-    const deadline = setTimeout(() => this.kill("timeout"), this.settings.taskTimeoutMs);
+    const timer = setTimeout(() => this.kill("timeout"), Math.max(0, deadline - Date.now()));
     const watch = setInterval(() => void this.checkMemory(), MEMORY_POLL_MS);
     return done.finally(() => {
-      clearTimeout(deadline);
+      clearTimeout(timer);
       clearInterval(watch);
     });
   }
