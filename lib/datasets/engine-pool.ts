@@ -19,8 +19,8 @@ import type { EngineScope, EngineTaskInput, EngineTaskName, EngineTaskOutput } f
  * and the signal, and the next task gets a new process. A process ended from outside (a signal
  * that is neither a crash of its own nor our kill: the system's out-of-memory killer, an operator)
  * says nothing about the data, so its task runs again in a new process, ENGINE_TASK_ATTEMPTS times
- * in all, RETRY_DELAY_MS apart and within the one time limit, before it fails. Every end of a process during a task is
- * logged with its exit code or signal. A process is also replaced after MAX_TASKS_PER_PROCESS tasks
+ * in all, RETRY_DELAY_MS apart and within the one time limit, before it fails. Every end of a
+ * process during a task is logged with its exit code or signal. A process is also replaced after MAX_TASKS_PER_PROCESS tasks
  * (DuckDB's allocator keeps memory it freed) and leaves after IDLE_EXIT_MS without work.
  */
 
