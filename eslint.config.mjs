@@ -10,6 +10,7 @@ const config = [
     ignores: [
       "node_modules/**",
       ".next/**",
+      ".build/**",
       ".data/**",
       "lib/db/generated/**",
       "next-env.d.ts",
