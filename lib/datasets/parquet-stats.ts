@@ -67,26 +67,36 @@ function boundsSql(kind: StatsKind, type: string): { min: string; max: string } 
 }
 
 /**
- * One statement that reads `file`'s footer: per column, its null count (null when a row group lacks
- * one), its bounds as text, and whether every row group gave both bounds (or held only nulls).
+ * One statement that reads `file`'s footer once (parquet_metadata() parses it on every call, so a
+ * scan per column made the cost grow with the square of the columns): per column, its null count
+ * (null when a row group lacks one), its bounds as text, and whether every row group gave both
+ * bounds (or held only nulls). Columns of one type share one grouped scan of the footer's rows.
  */
 export function columnStatsQuery(file: string, columns: { name: string; type: string }[]): string | null {
-  const selects = columns.flatMap(({ name, type }) => {
+  const byType = new Map<string, { kind: StatsKind; names: string[] }>();
+  for (const { name, type } of columns) {
     const kind = statsKindOf(type);
-    if (!kind) return [];
+    if (!kind) continue;
+    const group = byType.get(type) ?? { kind, names: [] };
+    group.names.push(name);
+    byType.set(type, group);
+  }
+  const selects = [...byType].map(([type, { kind, names }]) => {
     const bounded =
       kind === "nulls-only"
         ? "false"
         : `bool_and((${typedBound("stats_min_value", kind, type)} IS NOT NULL AND ${typedBound("stats_max_value", kind, type)} IS NOT NULL) OR stats_null_count = num_values)`;
     const bounds = kind === "nulls-only" ? { min: "NULL", max: "NULL" } : boundsSql(kind, type);
-    return [
-      `SELECT ${sqlString(name)} AS name,
+    return `SELECT path_in_schema AS name,
          CASE WHEN count(*) = count(stats_null_count) THEN CAST(sum(stats_null_count) AS BIGINT) END AS nulls,
          ${bounds.min} AS min_value, ${bounds.max} AS max_value, ${bounded} AS bounded
-       FROM parquet_metadata(${sqlString(file)}) WHERE path_in_schema = ${sqlString(name)}`,
-    ];
+       FROM footer WHERE path_in_schema IN (${names.map(sqlString).join(", ")}) GROUP BY path_in_schema`;
   });
-  return selects.length ? selects.join("\nUNION ALL\n") : null;
+  if (selects.length === 0) return null;
+  return `WITH footer AS MATERIALIZED (
+       SELECT path_in_schema, stats_min_value, stats_max_value, stats_null_count, num_values
+       FROM parquet_metadata(${sqlString(file)}))
+     ${selects.join("\nUNION ALL\n")}`;
 }
 
 export type ColumnStatsRow = {
