@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { columnStatsQuery } from "./parquet-stats";
+import { compareDecimals, parseDecimal } from "./decimal-text";
+import { columnStatsFrom, columnStatsQuery, type ColumnStatsRow } from "./parquet-stats";
 
 describe("columnStatsQuery", () => {
   it("reads the footer once whatever the number of columns (one parquet_metadata() call)", () => {
@@ -14,5 +15,58 @@ describe("columnStatsQuery", () => {
 
   it("answers nothing to read for columns without statistics", () => {
     expect(columnStatsQuery("/data/nested.parquet", [{ name: "s", type: "STRUCT(a INTEGER)" }])).toBeNull();
+  });
+});
+
+describe("columnStatsFrom: bounds never inside the real range", () => {
+  const row = (name: string, min: string, max: string): ColumnStatsRow => ({
+    name,
+    nulls: "0",
+    min_value: min,
+    max_value: max,
+    bounded: true,
+  });
+  const statsOf = (type: string, min: string, max: string) =>
+    columnStatsFrom([{ name: "c", type }], [row("c", min, max)]);
+  /** The bound as a reader of the JSON text sees it, compared exactly with the real value. */
+  const reads = (value: unknown) => parseDecimal(JSON.stringify(value))!;
+  const exact = (text: string) => parseDecimal(text)!;
+
+  it.each([
+    ["DECIMAL(38,20)", "0.99999999999999999999", "1.00000000000000000001"],
+    ["DECIMAL(38,20)", "-1.00000000000000000001", "-0.99999999999999999999"],
+    ["DECIMAL(38,0)", "-12345678901234567890123", "12345678901234567890123"],
+    ["DECIMAL(18,3)", "123456789012345.001", "123456789012345.999"],
+    ["BIGINT", "-9007199254740993", "9007199254740993"],
+    ["UBIGINT", "10000000000000000001", "10000000000000000001"],
+    ["DECIMAL(10,2)", "1.50", "9.25"],
+  ])("%s from %s to %s: min at or below, max at or above, as JSON reads them", (type, min, max) => {
+    const stats = statsOf(type, min, max);
+    expect(compareDecimals(reads(stats.minValues.c), exact(min))).toBeLessThanOrEqual(0);
+    expect(compareDecimals(reads(stats.maxValues.c), exact(max))).toBeGreaterThanOrEqual(0);
+  });
+
+  it("keeps bounds that are exact as they are", () => {
+    expect(statsOf("DECIMAL(10,2)", "1.50", "9.25")).toMatchObject({ minValues: { c: 1.5 }, maxValues: { c: 9.25 } });
+    expect(statsOf("BIGINT", "-5", "9007199254740991")).toMatchObject({
+      minValues: { c: -5 },
+      maxValues: { c: 9007199254740991 },
+    });
+    // 10^18 is a double JSON writes exactly: kept, though beyond 2^53.
+    expect(statsOf("BIGINT", "0", "1000000000000000000").maxValues.c).toBe(1e18);
+  });
+
+  it.each([
+    // Rounded up, the maximum has more digits than the type holds: a reader could not parse it.
+    ["DECIMAL(18,0)", "1", "999999999999999999"],
+    ["DECIMAL(38,20)", "0", "999999999999999999.99999999999999999999"],
+    ["BIGINT", "0", "9223372036854775807"],
+    ["BIGINT", "-9223372036854775808", "0"],
+    ["UBIGINT", "0", "18446744073709551615"],
+  ])("leaves %s out when a rounded bound leaves the type (%s to %s)", (type, min, max) => {
+    const stats = statsOf(type, min, max);
+    expect(stats.minValues).toEqual({});
+    expect(stats.maxValues).toEqual({});
+    expect(stats.nullCount).toEqual({ c: 0 });
   });
 });

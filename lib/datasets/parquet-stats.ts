@@ -1,3 +1,12 @@
+import {
+  compareDecimals,
+  decimalOfNumber,
+  integerDigits,
+  numberOfDecimal,
+  parseDecimal,
+  roundDecimal,
+  type Decimal,
+} from "./decimal-text";
 import { sqlString } from "./engine";
 
 /**
@@ -8,7 +17,11 @@ import { sqlString } from "./engine";
  * is never above a value of the file and `maxValues` never below one; what cannot be said exactly is
  * left out, never guessed:
  *
- * - numbers: JSON numbers; an integer beyond 2^53 or a value that is not finite leaves the column out;
+ * - integers and decimals: JSON numbers whose text is the bound itself; DuckDB's exact text is
+ *   kept when a double writes it back exactly, else rounded to 15 significant digits (which a
+ *   double holds), the minimum down and the maximum up; a rounded bound outside the
+ *   column's type (2^63 for BIGINT, the precision of a DECIMAL) leaves the column out;
+ * - floats: JSON numbers (DuckDB writes them in their shortest exact form); not finite: left out;
  * - text: up to MAX_TEXT_STATS characters (a longer bound, or one holding a NUL, is left out);
  * - dates: `yyyy-mm-dd`; timestamps: ISO 8601 in UTC with milliseconds, the minimum rounded down and
  *   the maximum up to the millisecond;
@@ -110,14 +123,15 @@ export type ColumnStatsRow = {
 /** The statistics of the columns from the rows of columnStatsQuery. */
 export function columnStatsFrom(columns: { name: string; type: string }[], rows: ColumnStatsRow[]): ColumnStats {
   const stats: ColumnStats = { minValues: {}, maxValues: {}, nullCount: {} };
-  const kinds = new Map(columns.map((column) => [column.name, statsKindOf(column.type)]));
+  const types = new Map(columns.map((column) => [column.name, column.type]));
   for (const row of rows) {
-    const kind = kinds.get(row.name);
-    if (!kind) continue;
+    const type = types.get(row.name);
+    const kind = type === undefined ? undefined : statsKindOf(type);
+    if (!kind || type === undefined) continue;
     if (row.nulls !== null && row.nulls !== undefined) stats.nullCount[row.name] = Number(row.nulls);
     if (kind === "nulls-only" || !row.bounded || row.min_value === null || row.max_value === null) continue;
-    const min = boundValue(kind, row.min_value);
-    const max = boundValue(kind, row.max_value);
+    const min = boundValue(kind, type, row.min_value, "down");
+    const max = boundValue(kind, type, row.max_value, "up");
     if (min === undefined || max === undefined) continue;
     stats.minValues[row.name] = min;
     stats.maxValues[row.name] = max;
@@ -125,13 +139,46 @@ export function columnStatsFrom(columns: { name: string; type: string }[], rows:
   return stats;
 }
 
-function boundValue(kind: StatsKind, text: string): StatsValue | undefined {
+/** The signed range of DuckDB's integer types, by name (their footer bounds are read as that type). */
+const INTEGER_RANGES: Record<string, [bigint, bigint]> = {
+  TINYINT: [-(2n ** 7n), 2n ** 7n - 1n],
+  SMALLINT: [-(2n ** 15n), 2n ** 15n - 1n],
+  INTEGER: [-(2n ** 31n), 2n ** 31n - 1n],
+  BIGINT: [-(2n ** 63n), 2n ** 63n - 1n],
+  HUGEINT: [-(2n ** 127n), 2n ** 127n - 1n],
+  UTINYINT: [0n, 2n ** 8n - 1n],
+  USMALLINT: [0n, 2n ** 16n - 1n],
+  UINTEGER: [0n, 2n ** 32n - 1n],
+  UBIGINT: [0n, 2n ** 64n - 1n],
+  UHUGEINT: [0n, 2n ** 128n - 1n],
+};
+
+/** Whether a rounded bound is still a value of the column's type (a reader parses it as that type). */
+function fitsType(kind: "integer" | "decimal", type: string, value: Decimal): boolean {
+  if (kind === "decimal") {
+    const [, precision, scale] = /^DECIMAL\((\d+),\s*(\d+)\)$/i.exec(type) ?? [];
+    return integerDigits(value) <= Number(precision) - Number(scale);
+  }
+  const range = INTEGER_RANGES[type.toUpperCase()];
+  if (!range) return false;
+  const [low, high] = range.map((limit) => ({ coefficient: limit, exponent: 0 }));
+  return compareDecimals(value, low!) >= 0 && compareDecimals(value, high!) <= 0;
+}
+
+/** A bound as published: `side` says which way an inexact one is rounded (a minimum down, a maximum up). */
+function boundValue(kind: StatsKind, type: string, text: string, side: "down" | "up"): StatsValue | undefined {
   switch (kind) {
-    case "integer": {
-      const value = Number(text);
-      return Number.isSafeInteger(value) ? value : undefined;
+    case "integer":
+    case "decimal": {
+      const exact = parseDecimal(text);
+      if (!exact) return undefined;
+      // Kept as it is when a double writes it back exactly (2^53 - 1, 9.25); else rounded outward.
+      const asNumber = Number(text);
+      const same = decimalOfNumber(asNumber);
+      if (same && compareDecimals(same, exact) === 0) return asNumber;
+      const rounded = roundDecimal(exact, side);
+      return fitsType(kind, type, rounded) ? numberOfDecimal(rounded) : undefined;
     }
-    case "decimal":
     case "float": {
       const value = Number(text);
       return Number.isFinite(value) ? value : undefined;

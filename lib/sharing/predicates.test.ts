@@ -97,4 +97,32 @@ describe("jsonPredicateHints against a part's statistics", () => {
     expect(partMayMatch(parsePredicate("[]"), part, columns)).toBe(true);
     expect(may(cmp("equal", "id", "5", "long"), { numRecords: 5, stats: null })).toBe(true);
   });
+
+  it("compares decimal and integer literals exactly, never through Number()", () => {
+    const wide = [
+      { name: "d", type: "DECIMAL(38,20)" },
+      { name: "big", type: "BIGINT" },
+    ];
+    // Bounds as the statistics publish them: the maximum 1.00000000000000000001 rounded up.
+    const stats: PartStats = {
+      numRecords: 2,
+      stats: {
+        minValues: { d: 1, big: 9007199254740992 },
+        maxValues: { d: 1.00000000000001, big: 9007199254740992 },
+        nullCount: { d: 0, big: 0 },
+      },
+    };
+    const mayWide = (predicate: unknown) => partMayMatch(parsePredicate(JSON.stringify(predicate)), stats, wide);
+    expect(mayWide(cmp("greaterThan", "d", "1", "double"))).toBe(true);
+    expect(mayWide(cmp("greaterThan", "d", "1.000000000000000000005", "double"))).toBe(true);
+    expect(mayWide(cmp("greaterThan", "d", "1.00000000000001", "double"))).toBe(false);
+    // 1.000000000000010000001 is above the bound though Number() makes it equal to it.
+    expect(mayWide(cmp("greaterThanOrEqual", "d", "1.000000000000010000001", "double"))).toBe(false);
+    expect(mayWide(cmp("lessThan", "d", "1.00000000000000000000001", "double"))).toBe(true);
+    expect(mayWide(cmp("lessThan", "d", "1", "double"))).toBe(false);
+    // 2^53 + 1 is not 2^53, though Number() makes it so.
+    expect(mayWide(cmp("equal", "big", "9007199254740993", "long"))).toBe(false);
+    expect(mayWide(cmp("equal", "big", "9007199254740992", "long"))).toBe(true);
+    expect(mayWide(cmp("lessThan", "big", "9007199254740993", "long"))).toBe(true);
+  });
 });

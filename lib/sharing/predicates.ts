@@ -1,3 +1,4 @@
+import { compareDecimals, decimalOfNumber, parseDecimal, type Decimal } from "../datasets/decimal-text";
 import { statsKindOf, type ColumnStats, type StatsKind, type StatsValue } from "../datasets/parquet-stats";
 
 /**
@@ -10,7 +11,8 @@ import { statsKindOf, type ColumnStats, type StatsKind, type StatsValue } from "
  * Each node is judged as what its rows can make it: `canTrue` (some row may make it true) and
  * `canFalse` (some row may make it false); a comparison with a null is neither, as in SQL. A part is
  * kept when the whole predicate `canTrue`. Bounds are compared only where the comparison is exact:
- * integers and decimals as numbers, text by its UTF-8 bytes (Parquet's order), dates as
+ * integers and decimals as exact decimals (a literal never goes through Number(): `1.00000000000000000001`
+ * is not 1; a bound is the decimal its JSON number reads as), text by its UTF-8 bytes (Parquet's order), dates as
  * `yyyy-mm-dd`, timestamps as milliseconds. Floating-point columns are never used to skip (NaN
  * sorts above every number in Spark, and Parquet bounds leave it out).
  */
@@ -148,19 +150,18 @@ function columnOf(
 }
 
 const NUMERIC_TYPES = new Set(["int", "long"]);
-const DECIMAL_TEXT = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
 
-/** The literal as the column's bounds are written, when its value type fits the column. */
-function literalOf(kind: StatsKind, valueType: unknown, value: string): StatsValue | undefined {
+type Literal = StatsValue | Decimal;
+
+/** The literal as the column's bounds are compared, when its value type fits the column. */
+function literalOf(kind: StatsKind, valueType: unknown, value: string): Literal | undefined {
   switch (kind) {
     case "integer":
     case "decimal": {
-      // A decimal column compared with a float or double literal is compared as numbers too.
+      // A decimal column compared with a float or double literal is compared as decimals too.
       const fits =
         NUMERIC_TYPES.has(String(valueType)) || (kind === "decimal" && /^(float|double)$/.test(String(valueType)));
-      if (!fits || !DECIMAL_TEXT.test(value.trim())) return undefined;
-      const number = Number(value);
-      return Number.isFinite(number) ? number : undefined;
+      return fits ? parseDecimal(value) : undefined;
     }
     case "text":
       return valueType === "string" ? value : undefined;
@@ -179,11 +180,13 @@ function literalOf(kind: StatsKind, valueType: unknown, value: string): StatsVal
 }
 
 /** -1, 0 or 1 as a bound compares with the literal; undefined when they cannot be compared. */
-function compare(kind: StatsKind, bound: StatsValue, literal: StatsValue): number | undefined {
+function compare(kind: StatsKind, bound: StatsValue, literal: Literal): number | undefined {
   switch (kind) {
     case "integer":
-    case "decimal":
-      return typeof bound === "number" && typeof literal === "number" ? Math.sign(bound - literal) : undefined;
+    case "decimal": {
+      const exact = typeof bound === "number" ? decimalOfNumber(bound) : undefined;
+      return exact && typeof literal === "object" ? compareDecimals(exact, literal) : undefined;
+    }
     case "text":
       return typeof bound === "string" && typeof literal === "string"
         ? Math.sign(Buffer.compare(Buffer.from(bound, "utf8"), Buffer.from(literal, "utf8")))
