@@ -125,4 +125,53 @@ describe("jsonPredicateHints against a part's statistics", () => {
     expect(mayWide(cmp("equal", "big", "9007199254740992", "long"))).toBe(true);
     expect(mayWide(cmp("lessThan", "big", "9007199254740993", "long"))).toBe(true);
   });
+
+  const isNullOf = (child: unknown) => ({ op: "isNull", children: [child] });
+  it.each([
+    ["a null child of a comparison", { op: "equal", children: [null, literal("1", "long")] }],
+    ["a null literal", { op: "equal", children: [column("id", "long"), null] }],
+    ["a null child of isNull", isNullOf(null)],
+    ["a null child of not", { op: "not", children: [null] }],
+    ["a null child of and", { op: "and", children: [cmp("equal", "id", "5", "long"), null] }],
+    ["a null child of or", { op: "or", children: [null, cmp("equal", "id", "5", "long")] }],
+    ["a number as a child", { op: "lessThan", children: [1, 2] }],
+    ["a string as a child", { op: "equal", children: ["id", "5"] }],
+    ["a list as a child", { op: "equal", children: [[column("id", "long")], literal("5", "long")] }],
+    ["children not a list", { op: "and", children: { a: 1 } }],
+    ["children null", { op: "equal", children: null }],
+    ["no children", { op: "equal" }],
+    [
+      "too many children",
+      { op: "equal", children: [column("id", "long"), literal("5", "long"), literal("6", "long")] },
+    ],
+    [
+      "a literal without a value",
+      { op: "equal", children: [column("id", "long"), { op: "literal", valueType: "long" }] },
+    ],
+    [
+      "a literal's value a number",
+      { op: "equal", children: [column("id", "long"), { op: "literal", value: 5, valueType: "long" }] },
+    ],
+    ["a column's name a number", { op: "equal", children: [{ op: "column", name: 5 }, literal("5", "long")] }],
+    ["an op not text", { op: ["equal"], children: [column("id", "long"), literal("5", "long")] }],
+    ["an empty object", {}],
+    ["a literal's value out of range", cmp("equal", "id", "1e99999", "long")],
+    [
+      "a nesting deeper than allowed",
+      Array.from({ length: 100 }).reduce<object>(
+        (inner) => ({ op: "not", children: [inner] }),
+        cmp("equal", "id", "5", "long"),
+      ),
+    ],
+  ])("keeps the part, without an error, for %s", (_case, predicate) => {
+    expect(may(predicate)).toBe(true);
+  });
+
+  it.each([["null"], ['"text"'], ["42"], ["[]"], ["{"], [""]])("ignores the hint %s (not an object)", (text) => {
+    expect(partMayMatch(parsePredicate(text), part, columns)).toBe(true);
+  });
+
+  it("ignores hints that are not text", () => {
+    for (const hint of [null, 5, { op: "equal" }, ["x"]]) expect(parsePredicate(hint)).toBeNull();
+  });
 });

@@ -26,12 +26,14 @@ const MAX_NODES = 1000;
 
 type Node = { op?: unknown; children?: unknown; name?: unknown; value?: unknown; valueType?: unknown };
 
-/** A parsed predicate, or null when it cannot be used (then every part is kept). */
-export function parsePredicate(text: string | undefined): Node | null {
-  if (!text) return null;
+const isNode = (value: unknown): value is Node => typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** A parsed predicate, or null when it cannot be used (then every part is kept): not text, not JSON, not an object. */
+export function parsePredicate(text: unknown): Node | null {
+  if (typeof text !== "string" || !text) return null;
   try {
     const parsed: unknown = JSON.parse(text);
-    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as Node) : null;
+    return isNode(parsed) ? parsed : null;
   } catch {
     return null;
   }
@@ -56,8 +58,10 @@ function judge(
   depth: number,
   budget: { nodes: number },
 ): Verdict {
-  if (depth > MAX_DEPTH || --budget.nodes < 0 || typeof node !== "object" || node === null) return UNKNOWN;
-  const children = Array.isArray(node.children) ? (node.children as Node[]) : [];
+  if (depth > MAX_DEPTH || --budget.nodes < 0 || !isNode(node)) return UNKNOWN;
+  const children = Array.isArray(node.children) ? (node.children as unknown[]) : [];
+  // A child that is not an object (null, a number, a list) makes the node one this cannot judge.
+  if (!children.every(isNode)) return UNKNOWN;
   const sub = (child: Node) => judge(child, part, types, depth + 1, budget);
   switch (node.op) {
     case "and": {

@@ -290,8 +290,9 @@ export const tableMetadata: SharingHandler = async ({ buyerId, params, search, h
 /** The body of a query: every field optional; fields this server does not know are ignored. */
 const queryBodySchema = z
   .object({
-    predicateHints: z.array(z.string()).optional(),
-    jsonPredicateHints: z.string().optional(),
+    // Hints of any shape: one that cannot be used is ignored, as the protocol asks (never a 400 or 500).
+    predicateHints: z.unknown().optional(),
+    jsonPredicateHints: z.unknown().optional(),
     limitHint: z.number().int().min(0).optional(),
     version: z.number().int().min(0).optional(),
     timestamp: z.string().optional(),
@@ -349,13 +350,17 @@ export const queryTable: SharingHandler = async ({ buyerId, params, headers, bod
 function selectParts(
   parts: SharedPart[],
   detail: VersionDetail,
-  query: { jsonPredicateHints?: string; predicateHints?: string[]; limitHint?: number },
+  query: { jsonPredicateHints?: unknown; predicateHints?: unknown; limitHint?: number },
 ): SharedPart[] {
   const predicate = parsePredicate(query.jsonPredicateHints);
   const kept = predicate
     ? parts.filter((part) => partMayMatch(predicate, { numRecords: part.rows, stats: part.stats }, detail.columns))
     : parts;
-  if (query.limitHint === undefined || query.jsonPredicateHints || query.predicateHints?.length) return kept;
+  // With any predicate (even one not used here) the client filters before it limits: no limit here.
+  const filtered =
+    (query.jsonPredicateHints ?? "") !== "" ||
+    (Array.isArray(query.predicateHints) ? query.predicateHints.length > 0 : query.predicateHints != null);
+  if (query.limitHint === undefined || filtered) return kept;
   const limited: SharedPart[] = [];
   let rows = 0;
   for (const part of kept) {

@@ -13,7 +13,8 @@ import { waitFor } from "../helpers/wait";
 
 /**
  * Delta Sharing's file skipping on the production server (issue #37): statistics of values a double
- * cannot hold are published outside the real range and hints compared exactly.
+ * cannot hold are published outside the real range and hints compared exactly; a hint of any
+ * malformed shape is ignored (never a 500).
  */
 
 let env: TestEnvironment;
@@ -137,5 +138,26 @@ describe("per-file statistics and file skipping, exact beyond a double", () => {
     ["big < 0", hint("lessThan", "big", "0", "long")],
   ])("still drops the part for %s, which no row can match", async (_case, jsonPredicateHints) => {
     expect(await fileLines({ jsonPredicateHints })).toHaveLength(0);
+  });
+});
+
+describe("malformed predicate hints are ignored", () => {
+  const column = { op: "column", name: "id", valueType: "int" };
+  const literal = { op: "literal", value: "5", valueType: "int" };
+  it.each([
+    ["a null child", { jsonPredicateHints: JSON.stringify({ op: "equal", children: [null, literal] }) }],
+    ["a null literal", { jsonPredicateHints: JSON.stringify({ op: "equal", children: [column, null] }) }],
+    ["isNull of null", { jsonPredicateHints: JSON.stringify({ op: "isNull", children: [null] }) }],
+    ["and with a null", { jsonPredicateHints: JSON.stringify({ op: "and", children: [null, null] }) }],
+    ["numbers as children", { jsonPredicateHints: JSON.stringify({ op: "lessThan", children: [1, 2] }) }],
+    ["children an object", { jsonPredicateHints: JSON.stringify({ op: "or", children: { a: 1 } }) }],
+    ["JSON that is not an object", { jsonPredicateHints: "null" }],
+    ["text that is not JSON", { jsonPredicateHints: "{op: equal" }],
+    ["jsonPredicateHints an object, not text", { jsonPredicateHints: { op: "equal", children: [column, literal] } }],
+    ["jsonPredicateHints a number", { jsonPredicateHints: 5 }],
+    ["predicateHints text, not a list", { predicateHints: "id = 5" }],
+    ["predicateHints of numbers", { predicateHints: [1, null] }],
+  ])("answers 200 with every part for %s", async (_case, body) => {
+    expect(await fileLines(body)).toHaveLength(1);
   });
 });
