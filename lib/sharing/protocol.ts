@@ -46,7 +46,11 @@ import {
 
 export const SHARE_NAME = "orders";
 
-/** The list endpoints' `maxResults`: 0 to 1,000, 500 when not given (the reference server's). */
+/**
+ * The list endpoints' `maxResults`: 0 to 1,000, 500 when not given (the reference server's). The
+ * protocol: "0 will return no results but nextPageToken may be populated"; here it never is, since a
+ * token at the same position would have a paging client ask again forever.
+ */
 export const MAX_RESULTS = { max: 1000, default: 500 } as const;
 
 export type SharingRequest = {
@@ -127,10 +131,11 @@ async function page<Row>(
   positionOf: (row: Row) => PagePosition,
 ): Promise<{ items: Row[]; nextPageToken?: string }> {
   const { maxResults, after } = pageOf(search, list);
+  if (maxResults === 0) return { items: [] };
   const rows = await read(after, maxResults + 1);
   if (rows.length <= maxResults) return { items: rows };
   const items = rows.slice(0, maxResults);
-  return { items, nextPageToken: encodePageToken(items.length ? positionOf(items.at(-1)!) : after) };
+  return { items, nextPageToken: encodePageToken(positionOf(items.at(-1)!)) };
 }
 
 function shareOf(params: Record<string, string>): string {

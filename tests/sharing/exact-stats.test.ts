@@ -12,9 +12,10 @@ import { startServer, type TestServer } from "../helpers/server";
 import { waitFor } from "../helpers/wait";
 
 /**
- * Delta Sharing's file skipping on the production server (issue #37): statistics of values a double
- * cannot hold are published outside the real range and hints compared exactly; a hint of any
- * malformed shape is ignored (never a 500).
+ * Delta Sharing's file skipping and its bad input on the production server (issue #37, defects 2,
+ * 7 and 12): statistics of values a double cannot hold are published outside the real range and
+ * hints compared exactly, a hint of any malformed shape is ignored (never a 500), and
+ * `maxResults=0` gives no token to loop on.
  */
 
 let env: TestEnvironment;
@@ -159,5 +160,17 @@ describe("malformed predicate hints are ignored", () => {
     ["predicateHints of numbers", { predicateHints: [1, null] }],
   ])("answers 200 with every part for %s", async (_case, body) => {
     expect(await fileLines(body)).toHaveLength(1);
+  });
+});
+
+describe("list parameters", () => {
+  it("answers maxResults=0 with no items and no nextPageToken (a paging client stops)", async () => {
+    for (const list of ["/shares", "/shares/orders/schemas", `/shares/orders/schemas/${orderId}/tables`]) {
+      const response = await sharing(`${list}?maxResults=0`);
+      expect(response.status).toBe(200);
+      const page = (await response.json()) as { items?: unknown[]; nextPageToken?: string };
+      expect(page.items ?? []).toEqual([]);
+      expect(page.nextPageToken).toBeUndefined();
+    }
   });
 });
