@@ -42,21 +42,57 @@ export function keptVersion(versions: SharedVersion[], number: number, what = "v
   return found;
 }
 
+const TIMESTAMP_FORMAT =
+  /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|([+-])(\d{2}):?(\d{2}))$/i;
+const MONTHS = [
+  "January",
+  "February",
+  "March",
+  "April",
+  "May",
+  "June",
+  "July",
+  "August",
+  "September",
+  "October",
+  "November",
+  "December",
+];
+
 /**
  * A timestamp in the protocol's format (ISO 8601 with a zone, as `2026-11-25T10:00:00Z`), as a
- * Date; anything else is refused, naming the parameter.
+ * Date; anything else is refused, naming the parameter. Each field is checked (Date.parse takes
+ * 2026-02-30 as 2 March). Versions are made to the millisecond (created_at is TIMESTAMPTZ(3)): a
+ * finer instant is rounded `down` for "at or before" and `up` for "at or after", so either
+ * comparison stays exact.
  */
-export function parseTimestamp(name: string, text: string): Date {
-  const ms = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i.test(text)
-    ? Date.parse(text)
-    : NaN;
-  if (!Number.isFinite(ms)) {
-    throw invalid(
-      `${name} must be a timestamp in ISO 8601 with a zone, as 2026-11-25T10:00:00Z, not ${JSON.stringify(text.slice(0, 40))}.`,
+export function parseTimestamp(name: string, text: string, round: "down" | "up" = "down"): Date {
+  const refuse = (why: string) =>
+    invalid(
+      `${name} must be a timestamp in ISO 8601 with a zone, as 2026-11-25T10:00:00Z, not ${JSON.stringify(text.slice(0, 40))}${why}.`,
     );
-  }
+  const match = TIMESTAMP_FORMAT.exec(text);
+  if (!match) throw refuse("");
+  const [year, month, day, hour, minute, second = 0] = match.slice(1, 7).map((field) => Number(field ?? 0));
+  const [fraction = "", zone, sign, zoneHours = "0", zoneMinutes = "0"] = match.slice(7);
+  if (month! < 1 || month! > 12) throw refuse(`: there is no month ${month}`);
+  const days = new Date(Date.UTC(2000, month!, 0)).getUTCDate() - (month === 2 && !isLeapYear(year!) ? 1 : 0);
+  if (day! < 1 || day! > days) throw refuse(`: ${MONTHS[month! - 1]} ${year} has ${days} days`);
+  if (hour! > 23 || minute! > 59 || second! > 59) throw refuse(": the time of day is out of range");
+  if (Number(zoneHours) > 23 || Number(zoneMinutes) > 59) throw refuse(": the zone offset is out of range");
+  const date = new Date(0);
+  date.setUTCFullYear(year!, month! - 1, day);
+  const digits = fraction.padEnd(9, "0");
+  const finer = round === "up" && /[1-9]/.test(digits.slice(3));
+  date.setUTCHours(hour!, minute, second, Number(digits.slice(0, 3)) + (finer ? 1 : 0));
+  const offset =
+    zone!.toUpperCase() === "Z" ? 0 : (sign === "-" ? -1 : 1) * (Number(zoneHours) * 60 + Number(zoneMinutes));
+  const ms = date.getTime() - offset * 60_000;
+  if (!Number.isFinite(ms)) throw refuse("");
   return new Date(ms);
 }
+
+const isLeapYear = (year: number) => (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
 
 /** The last version made at or before `at` (a query or metadata `timestamp`). */
 export function versionAsOf(versions: SharedVersion[], at: Date, name = "timestamp"): SharedVersion {
@@ -121,7 +157,7 @@ export function changeRange(versions: SharedVersion[], search: URLSearchParams):
   const start =
     startingVersion !== null
       ? versionNumber("startingVersion", startingVersion)
-      : versionAtOrAfter(versions, parseTimestamp("startingTimestamp", startingTimestamp!)).version;
+      : versionAtOrAfter(versions, parseTimestamp("startingTimestamp", startingTimestamp!, "up")).version;
   let end: number | undefined;
   if (endingVersion !== null) end = versionNumber("endingVersion", endingVersion);
   if (endingTimestamp !== null) {

@@ -255,7 +255,7 @@ export const tableVersion: SharingHandler = async ({ buyerId, params, search }) 
   const startingTimestamp = search.get("startingTimestamp");
   if (startingTimestamp !== null) {
     const versions = await sharedVersions(buyerId, table.tableId);
-    version = versionAtOrAfter(versions, parseTimestamp("startingTimestamp", startingTimestamp)).version;
+    version = versionAtOrAfter(versions, parseTimestamp("startingTimestamp", startingTimestamp, "up")).version;
   }
   return new Response(null, { headers: { "Delta-Table-Version": String(version), "Cache-Control": "no-store" } });
 };

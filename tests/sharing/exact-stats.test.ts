@@ -14,8 +14,8 @@ import { waitFor } from "../helpers/wait";
 /**
  * Delta Sharing's file skipping and its bad input on the production server (issue #37, defects 2,
  * 7 and 12): statistics of values a double cannot hold are published outside the real range and
- * hints compared exactly, a hint of any malformed shape is ignored (never a 500), and
- * `maxResults=0` gives no token to loop on.
+ * hints compared exactly, a hint of any malformed shape is ignored (never a 500), `maxResults=0`
+ * gives no token to loop on, and an impossible or too fine timestamp is read as written.
  */
 
 let env: TestEnvironment;
@@ -163,7 +163,7 @@ describe("malformed predicate hints are ignored", () => {
   });
 });
 
-describe("list parameters", () => {
+describe("list and history parameters read as written", () => {
   it("answers maxResults=0 with no items and no nextPageToken (a paging client stops)", async () => {
     for (const list of ["/shares", "/shares/orders/schemas", `/shares/orders/schemas/${orderId}/tables`]) {
       const response = await sharing(`${list}?maxResults=0`);
@@ -172,5 +172,36 @@ describe("list parameters", () => {
       expect(page.items ?? []).toEqual([]);
       expect(page.nextPageToken).toBeUndefined();
     }
+  });
+
+  it.each([
+    ["startingTimestamp=2026-02-30T00:00:00Z", /February 2026 has 28 days/],
+    ["startingTimestamp=2026-04-31T10:00:00Z", /April 2026 has 30 days/],
+    ["startingTimestamp=2026-01-01T25:00:00Z", /time of day/],
+  ])("refuses %s with 400 and a sentence", async (query, why) => {
+    const response = await sharing(`${tablePath()}/version?${query}`);
+    const body = (await response.json()) as { errorCode: string; message: string };
+    expect(response.status).toBe(400);
+    expect(body.errorCode).toBe("INVALID_PARAMETER_VALUE");
+    expect(body.message).toMatch(why);
+  });
+
+  it("refuses timestamp=2026-02-30 in a query body too", async () => {
+    const response = await sharing(`${tablePath()}/query`, { timestamp: "2026-02-30T00:00:00Z" });
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { message: string }).message).toMatch(/February 2026 has 28 days/);
+  });
+
+  it("compares a startingTimestamp finer than a millisecond with the version's millisecond exactly", async () => {
+    const [version] = await db().tableVersion.findMany({ where: { table: { orderId } }, select: { createdAt: true } });
+    const made = version!.createdAt.toISOString(); // created_at is kept to the millisecond
+    const at = (fraction: string) => encodeURIComponent(made.replace(/Z$/, `${fraction}Z`));
+    // At its very millisecond: the version. Half a millisecond after it: no version is made at or after that.
+    const same = await sharing(`${tablePath()}/version?startingTimestamp=${at("000")}`);
+    expect(same.status).toBe(200);
+    expect(same.headers.get("delta-table-version")).toBe("1");
+    const later = await sharing(`${tablePath()}/version?startingTimestamp=${at("500")}`);
+    expect(later.status, await later.clone().text()).toBe(400);
+    expect(((await later.json()) as { message: string }).message).toMatch(/after the table's current version/);
   });
 });
