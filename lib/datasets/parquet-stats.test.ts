@@ -1,3 +1,7 @@
+import { promises as fs } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { DuckDBInstance } from "@duckdb/node-api";
 import { describe, expect, it } from "vitest";
 import { compareDecimals, parseDecimal } from "./decimal-text";
 import { columnStatsFrom, columnStatsQuery, type ColumnStatsRow } from "./parquet-stats";
@@ -68,5 +72,48 @@ describe("columnStatsFrom: bounds never inside the real range", () => {
     expect(stats.minValues).toEqual({});
     expect(stats.maxValues).toEqual({});
     expect(stats.nullCount).toEqual({ c: 0 });
+  });
+});
+
+describe("timestamp bounds from a real footer", () => {
+  it("rounds outward to the millisecond before 1970 and for nanoseconds (read by DuckDB as microseconds)", async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "parquet-stats-"));
+    const instance = await DuckDBInstance.create(":memory:");
+    const connection = await instance.connect();
+    try {
+      const file = path.join(dir, "times.parquet");
+      // Each column holds one value, so its minimum and maximum are that value.
+      await connection.run(
+        `COPY (SELECT TIMESTAMP '1969-12-31 23:59:59.9995' AS before_1970,
+                      TIMESTAMP '2026-11-25 10:00:00.123456' AS micros,
+                      TIMESTAMP_NS '2026-11-25 10:00:00.123000500' AS nanos,
+                      TIMESTAMP_NS '1969-12-31 23:59:59.999999500' AS nanos_before_1970
+              ) TO '${file}' (FORMAT parquet)`,
+      );
+      const columns = ["before_1970", "micros", "nanos", "nanos_before_1970"].map((name, index) => ({
+        name,
+        type: index < 2 ? "TIMESTAMP" : "TIMESTAMP_NS",
+      }));
+      const rows = (await connection.runAndReadAll(columnStatsQuery(file, columns)!)).getRowObjectsJson();
+      const stats = columnStatsFrom(columns, rows as ColumnStatsRow[]);
+      // The real values in nanoseconds since the epoch, against the bounds' milliseconds.
+      const real: Record<string, bigint> = {
+        before_1970: -500_000n,
+        micros: 1795600800123456000n,
+        nanos: 1795600800123000500n,
+        nanos_before_1970: -500n,
+      };
+      for (const [name, ns] of Object.entries(real)) {
+        const min = BigInt(Date.parse(String(stats.minValues[name]))) * 1_000_000n;
+        const max = BigInt(Date.parse(String(stats.maxValues[name]))) * 1_000_000n;
+        expect(min <= ns, `${name} min ${stats.minValues[name]}`).toBe(true);
+        expect(max >= ns, `${name} max ${stats.maxValues[name]}`).toBe(true);
+        expect(max - min, `${name} within a millisecond or two`).toBeLessThanOrEqual(2_000_000n);
+      }
+    } finally {
+      connection.closeSync();
+      instance.closeSync();
+      await fs.rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -65,15 +65,21 @@ const boundType = (kind: StatsKind, type: string) => (kind === "timestamp" ? "TI
 const typedBound = (field: string, kind: StatsKind, type: string) =>
   kind === "text" ? field : `TRY_CAST(${field} AS ${boundType(kind, type)})`;
 
+/** Microseconds (an integer expression) to milliseconds, rounded toward minus infinity. */
+const floorMs = (us: string) => `((${us}) - ((((${us}) % 1000) + 1000) % 1000)) // 1000`;
+
 /** The smallest minimum and largest maximum of the row groups, as text (timestamps as epoch milliseconds). */
 function boundsSql(kind: StatsKind, type: string): { min: string; max: string } {
   const min = `min(${typedBound("stats_min_value", kind, type)})`;
   const max = `max(${typedBound("stats_max_value", kind, type)})`;
   if (kind === "timestamp") {
-    // The minimum rounded down to the millisecond, the maximum up.
+    // The minimum rounded down to the millisecond, the maximum up, in integers (epoch_ms() rounds
+    // toward zero, up before 1970; a double loses microseconds past 2255). Nanoseconds reach here
+    // cut to microseconds (toward zero): one microsecond more each way covers the cut.
+    const slack = /_NS/i.test(type) ? 1 : 0;
     return {
-      min: `CAST(epoch_ms(${min}) AS VARCHAR)`,
-      max: `CAST(CAST(ceil(epoch_us(${max}) / 1000) AS BIGINT) AS VARCHAR)`,
+      min: `CAST(${floorMs(`epoch_us(${min}) - ${slack}`)} AS VARCHAR)`,
+      max: `CAST(${floorMs(`epoch_us(${max}) + ${slack} + 999`)} AS VARCHAR)`,
     };
   }
   return { min: `CAST(${min} AS VARCHAR)`, max: `CAST(${max} AS VARCHAR)` };
