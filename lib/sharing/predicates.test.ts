@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parsePredicate, partMayMatch, type PartStats } from "./predicates";
+import { hasPredicateHints, parsePredicate, partMayMatch, type PartStats } from "./predicates";
 
 const columns = [
   { name: "id", type: "BIGINT" },
@@ -173,5 +173,14 @@ describe("jsonPredicateHints against a part's statistics", () => {
 
   it("ignores hints that are not text", () => {
     for (const hint of [null, 5, { op: "equal" }, ["x"]]) expect(parsePredicate(hint)).toBeNull();
+  });
+
+  it("counts a hint as present whatever its shape, so limitHint never drops parts the client filters", () => {
+    expect(hasPredicateHints({})).toBe(false);
+    expect(hasPredicateHints({ jsonPredicateHints: "", predicateHints: [] })).toBe(false);
+    expect(hasPredicateHints({ jsonPredicateHints: "{not json" })).toBe(true);
+    expect(hasPredicateHints({ jsonPredicateHints: { op: "equal" } })).toBe(true);
+    expect(hasPredicateHints({ predicateHints: "id = 5" })).toBe(true);
+    expect(hasPredicateHints({ predicateHints: ["id = 5"] })).toBe(true);
   });
 });

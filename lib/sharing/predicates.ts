@@ -39,6 +39,15 @@ export function parsePredicate(text: unknown): Node | null {
   }
 }
 
+/**
+ * Whether a query names a predicate, usable here or not (a malformed hint is ignored, never
+ * refused): then the client filters before it limits, so `limitHint` cannot drop parts.
+ */
+export function hasPredicateHints(query: { jsonPredicateHints?: unknown; predicateHints?: unknown }): boolean {
+  const { jsonPredicateHints: json, predicateHints: sql } = query;
+  return (json ?? "") !== "" || (Array.isArray(sql) ? sql.length > 0 : sql != null);
+}
+
 /** Whether a part with these statistics and columns may hold a row the predicate keeps. */
 export function partMayMatch(
   predicate: Node | null,

@@ -22,7 +22,7 @@ import {
   type VersionDetail,
 } from "./catalog";
 import { notShared } from "./errors";
-import { parsePredicate, partMayMatch } from "./predicates";
+import { hasPredicateHints, parsePredicate, partMayMatch } from "./predicates";
 import {
   changeRange,
   keptVersion,
@@ -46,11 +46,7 @@ import {
 
 export const SHARE_NAME = "orders";
 
-/**
- * The list endpoints' `maxResults`: 0 to 1,000, 500 when not given (the reference server's). The
- * protocol: "0 will return no results but nextPageToken may be populated"; here it never is, since a
- * token at the same position would have a paging client ask again forever.
- */
+/** The list endpoints' `maxResults`: 0 to 1,000 (0: no items, no token), 500 when not given (the reference server's). */
 export const MAX_RESULTS = { max: 1000, default: 500 } as const;
 
 export type SharingRequest = {
@@ -123,7 +119,7 @@ function pageOf(search: URLSearchParams, list: string): { maxResults: number; af
   return { maxResults, after: position };
 }
 
-/** Reads one more row than asked: its presence is what makes a nextPageToken. */
+/** Reads one more row than asked: its presence makes a nextPageToken (never for 0, which would not move on). */
 async function page<Row>(
   search: URLSearchParams,
   list: string,
@@ -131,8 +127,7 @@ async function page<Row>(
   positionOf: (row: Row) => PagePosition,
 ): Promise<{ items: Row[]; nextPageToken?: string }> {
   const { maxResults, after } = pageOf(search, list);
-  if (maxResults === 0) return { items: [] };
-  const rows = await read(after, maxResults + 1);
+  const rows = maxResults === 0 ? [] : await read(after, maxResults + 1);
   if (rows.length <= maxResults) return { items: rows };
   const items = rows.slice(0, maxResults);
   return { items, nextPageToken: encodePageToken(positionOf(items.at(-1)!)) };
@@ -295,8 +290,7 @@ export const tableMetadata: SharingHandler = async ({ buyerId, params, search, h
 /** The body of a query: every field optional; fields this server does not know are ignored. */
 const queryBodySchema = z
   .object({
-    // Hints of any shape: one that cannot be used is ignored, as the protocol asks (never a 400 or 500).
-    predicateHints: z.unknown().optional(),
+    predicateHints: z.unknown().optional(), // of any shape: one that cannot be used is ignored
     jsonPredicateHints: z.unknown().optional(),
     limitHint: z.number().int().min(0).optional(),
     version: z.number().int().min(0).optional(),
@@ -361,11 +355,7 @@ function selectParts(
   const kept = predicate
     ? parts.filter((part) => partMayMatch(predicate, { numRecords: part.rows, stats: part.stats }, detail.columns))
     : parts;
-  // With any predicate (even one not used here) the client filters before it limits: no limit here.
-  const filtered =
-    (query.jsonPredicateHints ?? "") !== "" ||
-    (Array.isArray(query.predicateHints) ? query.predicateHints.length > 0 : query.predicateHints != null);
-  if (query.limitHint === undefined || filtered) return kept;
+  if (query.limitHint === undefined || hasPredicateHints(query)) return kept;
   const limited: SharedPart[] = [];
   let rows = 0;
   for (const part of kept) {
