@@ -12,7 +12,9 @@ import { sqlIdentifier, sqlString } from "./engine";
  * - A keyless snapshot: rows compared whole, as a multiset (`EXCEPT ALL`: a row twice in the new
  *   version and once in the old is one `insert`).
  * A column the new version added reads as null in the old rows. Output columns: the new version's,
- * then `_change_type`.
+ * then `_change_type`. Rows in key order, each `update_preimage` just before its `update_postimage`
+ * (keyless: in the order of the whole rows), so any first rows of the file (its preview, a `head`)
+ * show whole changes, not a run of old values.
  */
 
 export const CHANGE_TYPE_COLUMN = "_change_type";
@@ -37,8 +39,10 @@ const files = (paths: string[]) => `read_parquet([${paths.map(sqlString).join(",
 export function changeFileQuery(input: ChangeFileInput): string {
   const names = input.columns.map((column) => sqlIdentifier(column.name));
   const current = `SELECT ${names.join(", ")} FROM ${files(input.current)}`;
+  const keyOrder = input.key.map(sqlIdentifier).join(", ");
   if (!input.previous)
-    return `SELECT ${names.join(", ")}, 'insert' AS ${CHANGE_TYPE_COLUMN} FROM ${files(input.current)}`;
+    return `SELECT ${names.join(", ")}, 'insert' AS ${CHANGE_TYPE_COLUMN} FROM ${files(input.current)}
+      ORDER BY ${keyOrder || "ALL"}`;
   // The old rows in the new version's shape: added columns as typed nulls.
   const previousSet = new Set(input.previousColumns);
   const previous = `SELECT ${input.columns
@@ -50,9 +54,11 @@ export function changeFileQuery(input: ChangeFileInput): string {
     .join(", ")} FROM ${files(input.previous)}`;
 
   if (input.key.length === 0) {
-    return `SELECT *, 'insert' AS ${CHANGE_TYPE_COLUMN} FROM (${current} EXCEPT ALL ${previous})
-      UNION ALL
-      SELECT *, 'delete' AS ${CHANGE_TYPE_COLUMN} FROM (${previous} EXCEPT ALL ${current})`;
+    return `SELECT * FROM (
+        SELECT *, 'insert' AS ${CHANGE_TYPE_COLUMN} FROM (${current} EXCEPT ALL ${previous})
+        UNION ALL
+        SELECT *, 'delete' AS ${CHANGE_TYPE_COLUMN} FROM (${previous} EXCEPT ALL ${current}))
+      ORDER BY ALL`;
   }
 
   const side = (prefix: "o" | "n", name: string) => sqlIdentifier(`${prefix}:${name}`);
@@ -83,5 +89,6 @@ export function changeFileQuery(input: ChangeFileInput): string {
     FROM (${joined}) j CROSS JOIN (VALUES (false), (true)) s(post)
     WHERE CASE WHEN j."o:present" IS NULL THEN s.post
                WHEN j."n:present" IS NULL THEN NOT s.post
-               ELSE ${differs} END`;
+               ELSE ${differs} END
+    ORDER BY ${keyOrder}, s.post`;
 }

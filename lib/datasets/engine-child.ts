@@ -24,7 +24,7 @@ process.on("disconnect", () => process.exit(0));
 async function run({ id, task, input, scope }: EngineRequest): Promise<EngineReply> {
   try {
     const perform = ENGINE_TASKS[task] as (connection: never, input: unknown) => Promise<unknown>;
-    const value = await withTaskEngine(scope, (connection) => perform(connection as never, input), task);
+    const value = await withTaskEngine(scope, (connection) => perform(connection as never, input));
     return { id, ok: true, value };
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);

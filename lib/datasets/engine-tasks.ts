@@ -170,13 +170,6 @@ export const ENGINE_TASKS = {
 
 export type EngineTasks = typeof ENGINE_TASKS;
 
-/**
- * Tasks whose output rows have no order to keep: DuckDB then writes Parquet from all its threads at
- * once (a first version's change file: 1.4 s instead of 2.8 s for 3.6 million rows). Renditions keep
- * the file's order.
- */
-const UNORDERED_TASKS: ReadonlySet<EngineTaskName> = new Set(["changeFile"]);
-
 /** A key check's finding: the first part with a null key, or the first key found twice. */
 export type KeyCheck = { nullKeyIn?: string; duplicate?: { values: string[]; count: number } };
 export type EngineTaskName = keyof EngineTasks;
@@ -335,7 +328,6 @@ async function sniffCsv(connection: DuckDBConnection, file: string, source: Sour
 export async function withTaskEngine<T>(
   scope: EngineScope,
   work: (connection: DuckDBConnection) => Promise<T>,
-  task?: EngineTaskName,
 ): Promise<T> {
   const { memoryLimit, threads, spillMax } = datasetEngineSettings();
   const directory = path.resolve(scope.directory);
@@ -361,7 +353,6 @@ export async function withTaskEngine<T>(
       `SET allowed_paths = [${scope.readable.map((file) => sqlString(path.resolve(file))).join(", ")}]`,
     );
     await connection.run("SET enable_external_access = false");
-    if (task && UNORDERED_TASKS.has(task)) await connection.run("SET preserve_insertion_order = false");
     await connection.run("SET lock_configuration = true");
     return await work(connection);
   } finally {

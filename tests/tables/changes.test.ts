@@ -151,6 +151,19 @@ function expectedChanges(previous: Row[] | null, current: Row[], columns: string
   return changes;
 }
 
+/**
+ * Change rows in the order the change file keeps (contract Part 4, ordered for the preview): by
+ * `column`, each update_preimage just before its update_postimage.
+ */
+function inKeyOrder(changes: string[], column: string): string[] {
+  const rank = (type: unknown) => (type === "update_postimage" ? 1 : 0);
+  const parsed = changes.map((text) => ({ text, row: JSON.parse(text) as Record<string, unknown> }));
+  parsed.sort(
+    (a, b) => Number(a.row[column]) - Number(b.row[column]) || rank(a.row._change_type) - rank(b.row._change_type),
+  );
+  return parsed.map(({ text }) => text);
+}
+
 const tally = (changes: string[]) => ({
   inserted: changes.filter((change) => change.includes('"_change_type":"insert"')).length,
   updated: changes.filter((change) => change.includes('"_change_type":"update_postimage"')).length,
@@ -192,12 +205,13 @@ describe("a keyed snapshot's change files", { timeout: 300_000 }, () => {
 
     const first = await changeFile("keyed", 1);
     const expectedFirst = expectedChanges(null, v1, ["id", "name", "price"], ["id"]);
-    expect(first.rows.sort()).toEqual(expectedFirst.sort());
+    expect(first.rows).toEqual(inKeyOrder(expectedFirst, "id"));
     expect(first.changes).toEqual({ inserted: 300, updated: 0, deleted: 0 });
 
     const second = await changeFile("keyed", 2);
     const expectedSecond = expectedChanges(v1, v2, ["id", "name", "price", "stock"], ["id"]);
-    expect(second.rows.sort()).toEqual(expectedSecond.sort());
+    // In key order with each pre-image beside its post-image: the file's first rows show whole changes.
+    expect(second.rows).toEqual(inKeyOrder(expectedSecond, "id"));
     expect(second.changes).toEqual(tally(expectedSecond));
     expect(tally(expectedSecond).updated).toBeGreaterThan(10);
   });
@@ -219,7 +233,7 @@ describe("a keyed snapshot's change files", { timeout: 300_000 }, () => {
     await version("all_changed", after);
     const { rows, changes } = await changeFile("all_changed", 2);
     expect(changes).toEqual({ inserted: 0, updated: 50, deleted: 0 });
-    expect(rows.sort()).toEqual(expectedChanges(before, after, ["id", "name", "price"], ["id"]).sort());
+    expect(rows).toEqual(inKeyOrder(expectedChanges(before, after, ["id", "name", "price"], ["id"]), "id"));
   });
 
   it("compares NaN with NaN as equal, and NaN with a number as a change", async () => {
@@ -271,6 +285,13 @@ describe("a keyless snapshot's change files", { timeout: 300_000 }, () => {
     const { rows, changes } = await changeFile("keyless", 2);
     const expected = expectedChanges(v1, v2, ["sku", "price"], null);
     expect(rows.sort()).toEqual(expected.sort());
+    // In the order of the whole rows (sku first), whatever their change type.
+    expect((await changeFile("keyless", 2)).rows.map((row) => JSON.parse(row) as Row)).toEqual([
+      { sku: "a", price: 1, _change_type: "delete" },
+      { sku: "b", price: 2, _change_type: "insert" },
+      { sku: "d", price: 4, _change_type: "delete" },
+      { sku: "e", price: 5, _change_type: "insert" },
+    ]);
     expect(changes).toEqual({ inserted: 2, updated: 0, deleted: 2 });
   });
 });
