@@ -2,9 +2,11 @@
 
 import { useId, useState } from "react";
 import type { Preview } from "@/lib/datasets/access";
-import type { Json } from "@/lib/datasets/preview-values";
 import type { PreviewResult } from "@/lib/http/browser-download";
+import { changesOf } from "@/lib/tables/change-preview";
+import { ChangePreviewTable } from "./change-preview-table";
 import { Dialog } from "./dialog";
+import { NUMERIC_TYPE, PreviewValue } from "./preview-value";
 import { Button, Notice } from "./ui";
 
 /**
@@ -12,7 +14,16 @@ import { Button, Notice } from "./ui";
  * are fetched when it is first opened (`load`: a server action bound to the file), not with the
  * page, which may list hundreds of files.
  */
-export function FilePreview({ fileName, load }: { fileName: string; load: () => Promise<PreviewResult> }) {
+export function FilePreview({
+  fileName,
+  load,
+  changes = false,
+}: {
+  fileName: string;
+  load: () => Promise<PreviewResult>;
+  /** A change file: each update shown as one row, old -> new. */
+  changes?: boolean;
+}) {
   const [open, setOpen] = useState(false);
   const [result, setResult] = useState<PreviewResult>();
   async function show() {
@@ -34,7 +45,11 @@ export function FilePreview({ fileName, load }: { fileName: string; load: () => 
             Loading the first rows…
           </p>
         ) : result.ok ? (
-          <PreviewTable preview={result.preview} fileName={fileName} />
+          changes && changesOf(result.preview) ? (
+            <ChangePreviewTable changed={changesOf(result.preview)!} preview={result.preview} fileName={fileName} />
+          ) : (
+            <PreviewTable preview={result.preview} fileName={fileName} />
+          )
         ) : (
           <Notice tone="error">{result.error}</Notice>
         )}
@@ -47,9 +62,6 @@ export function FilePreview({ fileName, load }: { fileName: string; load: () => 
     </>
   );
 }
-
-/** DuckDB's number types (big integers come as strings): their columns are aligned right. */
-const NUMERIC_TYPE = /^(U?(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT)|FLOAT|DOUBLE|DECIMAL)\b/;
 
 /**
  * The rows in a box of their own that scrolls both ways (focusable, so the keyboard scrolls it
@@ -109,19 +121,5 @@ function PreviewTable({ preview, fileName }: { preview: Preview; fileName: strin
         </table>
       </div>
     </div>
-  );
-}
-
-/** One value on one line, long text cut at the cell's width (whole in its tooltip and for screen readers). */
-function PreviewValue({ value }: { value: Json }) {
-  if (value === null) return <span className="text-slate-500 italic">null</span>;
-  const text = typeof value === "object" ? JSON.stringify(value) : String(value);
-  return (
-    <span
-      title={text.length > 40 ? text : undefined}
-      className={`block max-w-xs truncate ${typeof value === "object" ? "font-mono text-xs" : ""}`}
-    >
-      {text}
-    </span>
   );
 }

@@ -214,7 +214,7 @@ function ChangeFileLinks({
           {FORMAT_LABELS[format]}
         </a>
       ))}
-      {loadChangesPreview && <FilePreview fileName={label} load={loadChangesPreview(version.changeFileId)} />}
+      {loadChangesPreview && <FilePreview fileName={label} load={loadChangesPreview(version.changeFileId)} changes />}
     </div>
   );
 }
