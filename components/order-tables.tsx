@@ -100,6 +100,11 @@ export function OrderTables({
   );
 }
 
+/** The history's columns from lg up (header row and each version's values); below lg each version is a card. */
+const VERSION_COLUMNS = "lg:grid-cols-[3.5rem_9.5rem_4.5rem_7rem_minmax(0,1fr)_auto]";
+/** A value's label: beside it in a card, for screen readers only where the header row names the column. */
+const VERSION_LABEL = "font-medium text-slate-700 lg:sr-only";
+
 function VersionHistory({
   table,
   downloadable,
@@ -118,58 +123,52 @@ function VersionHistory({
         Version history ({table.versionCount} version{table.versionCount === 1 ? "" : "s"}
         {shown < table.versionCount ? `, latest ${shown} shown` : ""})
       </summary>
-      {/* relative: the screen-reader-only text in the table is positioned absolutely; it must scroll with it, not widen the page. */}
-      <div className="relative overflow-x-auto" tabIndex={0} role="region" aria-label={`Versions of ${table.name}`}>
-        <table className="w-full text-left text-sm">
-          <caption className="sr-only">Versions of {table.name}, newest first</caption>
-          <thead className="bg-slate-50 text-slate-700">
-            <tr>
-              <th scope="col" className="px-3 py-2 font-medium">
-                Version
-              </th>
-              <th scope="col" className="px-3 py-2 font-medium">
-                Made
-              </th>
-              <th scope="col" className="px-3 py-2 text-right font-medium">
-                Rows
-              </th>
-              <th scope="col" className="px-3 py-2 font-medium">
-                Parts
-              </th>
-              <th scope="col" className="px-3 py-2 font-medium">
-                Changes
-              </th>
-              <th scope="col" className="px-3 py-2 font-medium">
-                Change file
-              </th>
-            </tr>
-          </thead>
-          <tbody className="divide-y divide-slate-100">
-            {table.versions.map((version) => (
-              <tr key={version.version} data-testid="version-row">
-                <td className="px-3 py-2 font-mono">{version.version}</td>
-                <td className="px-3 py-2 whitespace-nowrap">{formatDate(version.createdAt)}</td>
-                <td className="px-3 py-2 text-right">{count(version.rows)}</td>
-                <td className="px-3 py-2 whitespace-nowrap">
-                  {version.parts} · {formatBytes(version.bytes)}
-                </td>
-                <td className="px-3 py-2 whitespace-nowrap" data-testid="version-changes">
-                  <ChangeCounts changes={version.changes} />
-                </td>
-                <td className="px-3 py-2">
-                  <ChangeFileLinks
-                    table={table.name}
-                    version={version}
-                    downloadable={downloadable}
-                    downloadHref={downloadHref}
-                    loadChangesPreview={loadChangesPreview}
-                  />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+      {/* A card per version on narrow screens (label beside value); from lg up the cards line up under one header row. */}
+      <div
+        aria-hidden
+        className={`hidden gap-x-4 border-b border-slate-200 bg-slate-50 px-3 py-2 text-sm font-medium text-slate-700 lg:grid ${VERSION_COLUMNS}`}
+      >
+        <span>Version</span>
+        <span>Made</span>
+        <span className="text-right">Rows</span>
+        <span>Parts</span>
+        <span>Changes</span>
+        <span>Change file</span>
       </div>
+      <ol aria-label={`Versions of ${table.name}, newest first`} className="divide-y divide-slate-100">
+        {table.versions.map((version) => (
+          <li key={version.version} className="relative px-3 py-3 lg:py-2" data-testid="version-row">
+            <dl
+              className={`grid grid-cols-[6.5rem_minmax(0,1fr)] gap-x-3 gap-y-1 text-sm lg:items-center lg:gap-x-4 lg:gap-y-0 ${VERSION_COLUMNS}`}
+            >
+              <dt className={VERSION_LABEL}>Version</dt>
+              <dd className="font-mono">{version.version}</dd>
+              <dt className={VERSION_LABEL}>Made</dt>
+              <dd>{formatDate(version.createdAt)}</dd>
+              <dt className={VERSION_LABEL}>Rows</dt>
+              <dd className="lg:text-right">{count(version.rows)}</dd>
+              <dt className={VERSION_LABEL}>Parts</dt>
+              <dd>
+                {version.parts} · {formatBytes(version.bytes)}
+              </dd>
+              <dt className={VERSION_LABEL}>Changes</dt>
+              <dd data-testid="version-changes">
+                <ChangeCounts changes={version.changes} />
+              </dd>
+              <dt className={VERSION_LABEL}>Change file</dt>
+              <dd>
+                <ChangeFileLinks
+                  table={table.name}
+                  version={version}
+                  downloadable={downloadable}
+                  downloadHref={downloadHref}
+                  loadChangesPreview={loadChangesPreview}
+                />
+              </dd>
+            </dl>
+          </li>
+        ))}
+      </ol>
     </details>
   );
 }
@@ -203,7 +202,7 @@ function ChangeFileLinks({
   const href = downloadHref(version.changeFileId);
   const label = `changes of ${table} version ${version.version}`;
   return (
-    <div className="flex items-center gap-2 whitespace-nowrap">
+    <div className="flex flex-wrap items-center gap-x-3 gap-y-1 lg:flex-nowrap lg:whitespace-nowrap">
       {RENDITION_FORMATS.map((format) => (
         <a
           key={format}
