@@ -1,3 +1,4 @@
+import { FileCard, type OrderFile } from "./file-card";
 import { FilePreview } from "./file-preview";
 import { FORMAT_LABELS } from "./file-profile";
 import { RENDITION_FORMATS, type RenditionFormat } from "@/lib/datasets/formats";
@@ -10,23 +11,30 @@ const count = (value: number) => value.toLocaleString("en-US");
 
 /**
  * An order's tables: each table's name, mode, key, current version, rows and when it was last
- * updated, a preview of its current version and, on the dashboard, its version history with what
+ * updated, a preview of its current version, its parts as the order lists them (each with its
+ * downloads, original and other formats) and, on the dashboard, its version history with what
  * each version changed and the change file to download (`downloadHref` of a file id, as for files).
  */
 export function OrderTables({
   tables,
+  files,
   downloadable,
   downloadHref,
   loadPreview,
+  loadFilePreview,
   loadChangesPreview,
   history,
   preparing,
 }: {
   tables: TableSummary[];
+  /** The order's listed files (the API's `files`): a table's parts are those whose `table` names it. */
+  files: OrderFile[];
   downloadable: boolean;
   downloadHref: (fileId: string) => string;
   /** The table's first rows as of its current version (a server action bound to the page's own access). */
   loadPreview: (table: string) => () => Promise<PreviewResult>;
+  /** A part's first rows, as for any file. */
+  loadFilePreview: (fileId: string) => () => Promise<PreviewResult>;
   /** A change file's first rows; without it no version history is shown (a share page shows current versions). */
   loadChangesPreview?: (fileId: string) => () => Promise<PreviewResult>;
   history: boolean;
@@ -66,10 +74,10 @@ export function OrderTables({
           <li key={table.name} className="space-y-3 p-4" data-testid="table-row">
             <div className="flex flex-col gap-3 sm:flex-row sm:items-start">
               <div className="min-w-0 flex-1 space-y-1">
-                <p className="flex flex-wrap items-center gap-2">
+                <h3 className="flex flex-wrap items-center gap-2">
                   <span className="font-mono font-medium break-all">{table.name}</span>
                   <Badge tone={table.mode === "append" ? "amber" : "green"}>{table.mode}</Badge>
-                </p>
+                </h3>
                 <dl className="grid grid-cols-[auto_1fr] gap-x-3 text-sm text-slate-600">
                   <dt className="font-medium text-slate-700">Version</dt>
                   <dd data-testid="table-version">{table.version ?? "none yet"}</dd>
@@ -85,6 +93,13 @@ export function OrderTables({
                 <FilePreview fileName={`${table.name}, version ${table.version}`} load={loadPreview(table.name)} />
               )}
             </div>
+            <TableParts
+              table={table}
+              parts={files.filter((file) => file.table?.name === table.name)}
+              downloadable={downloadable}
+              downloadHref={downloadHref}
+              loadFilePreview={loadFilePreview}
+            />
             {history && table.versions.length > 0 && (
               <VersionHistory
                 table={table}
@@ -97,6 +112,47 @@ export function OrderTables({
         ))}
       </ul>
     </section>
+  );
+}
+
+/**
+ * A table's parts as the order lists them: a snapshot's current version (and any publication under
+ * way), an append table's every version.
+ */
+function TableParts({
+  table,
+  parts,
+  downloadable,
+  downloadHref,
+  loadFilePreview,
+}: {
+  table: TableSummary;
+  parts: OrderFile[];
+  downloadable: boolean;
+  downloadHref: (fileId: string) => string;
+  loadFilePreview: (fileId: string) => () => Promise<PreviewResult>;
+}) {
+  if (parts.length === 0) return null;
+  return (
+    <div className="space-y-2" data-testid="table-parts">
+      <h4 className="text-sm font-medium text-slate-700">
+        {table.mode === "append" ? "Parts of every version" : "Parts"} ({parts.length})
+      </h4>
+      <ul
+        className="divide-y divide-slate-100 rounded-md border border-slate-200"
+        aria-label={`Parts of ${table.name}`}
+      >
+        {parts.map((part) => (
+          <FileCard
+            key={part.id}
+            file={part}
+            downloadable={downloadable}
+            href={downloadHref(part.id)}
+            loadPreview={loadFilePreview(part.id)}
+          />
+        ))}
+      </ul>
+    </div>
   );
 }
 

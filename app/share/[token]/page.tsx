@@ -1,6 +1,6 @@
 import type { Metadata } from "next";
 import { headers } from "next/headers";
-import { OrderFiles, OrderStatusBadge, notDownloadableReason } from "@/components/order-files";
+import { OrderFiles, OrderNotices, OrderStatusBadge, notDownloadableReason } from "@/components/order-files";
 import { OrderTables } from "@/components/order-tables";
 import { Notice } from "@/components/ui";
 import { preparingRendition } from "@/lib/http/browser-download";
@@ -71,18 +71,24 @@ export default async function SharedOrderPage({
           <span data-testid="download-refused">Download refused. {notDownloadableReason(order.status)}</span>
         </Notice>
       )}
+      <OrderNotices
+        order={order}
+        downloadHref={(fileId) => `/share/${encodeURIComponent(token)}/files/${fileId}`}
+        preparing={preparingRendition(query)}
+      />
       <OrderTables
         tables={tables}
+        files={order.files}
         downloadable={order.downloadable}
         downloadHref={(fileId) => `/share/${encodeURIComponent(token)}/files/${fileId}`}
         loadPreview={(table) => sharedTablePreviewAction.bind(null, token, table)}
+        loadFilePreview={(fileId) => sharedPreviewAction.bind(null, token, fileId)}
         history={false}
       />
       <OrderFiles
         order={order}
         downloadHref={(fileId) => `/share/${encodeURIComponent(token)}/files/${fileId}`}
         loadPreview={(fileId) => sharedPreviewAction.bind(null, token, fileId)}
-        preparing={preparingRendition(query)}
       />
     </div>
   );

@@ -1,7 +1,7 @@
 import type { Metadata } from "next";
 import Link from "next/link";
 import { notFound } from "next/navigation";
-import { OrderFiles, OrderStatusBadge, notDownloadableReason } from "@/components/order-files";
+import { OrderFiles, OrderNotices, OrderStatusBadge, notDownloadableReason } from "@/components/order-files";
 import { OrderTables } from "@/components/order-tables";
 import { Notice, linkClass } from "@/components/ui";
 import { currentBuyer, requireBuyer } from "@/lib/auth/session";
@@ -95,11 +95,19 @@ export default async function OrderPage({
           </span>
         </Notice>
       )}
+      <OrderNotices
+        order={order}
+        downloadHref={(fileId) => `/orders/${order.id}/files/${fileId}`}
+        reasonShown={refused}
+        preparing={preparingRendition(query)}
+      />
       <OrderTables
         tables={tables}
+        files={order.files}
         downloadable={order.downloadable}
         downloadHref={(fileId) => `/orders/${order.id}/files/${fileId}`}
         loadPreview={(table) => previewTableAction.bind(null, order.id, table)}
+        loadFilePreview={(fileId) => previewFileAction.bind(null, order.id, fileId)}
         loadChangesPreview={(fileId) => previewFileAction.bind(null, order.id, fileId)}
         history
         preparing={preparingRendition(query)}
@@ -108,8 +116,6 @@ export default async function OrderPage({
         order={order}
         downloadHref={(fileId) => `/orders/${order.id}/files/${fileId}`}
         loadPreview={(fileId) => previewFileAction.bind(null, order.id, fileId)}
-        reasonShown={refused}
-        preparing={preparingRendition(query)}
       />
       <ShareLinks
         orderId={order.id}
