@@ -33,7 +33,8 @@ const DEMO_ORDERS: DemoOrder[] = [
         ),
       },
       {
-        name: "products.jsonl",
+        // Named for what it holds: a file's table takes its name (product_reviews, not products_2).
+        name: "product-reviews.jsonl",
         content:
           Array.from({ length: 200 }, (_, i) =>
             JSON.stringify({ sku: `SKU-${1001 + i}`, reviews: (i * 13) % 97 }),
@@ -47,7 +48,7 @@ const DEMO_ORDERS: DemoOrder[] = [
     daysAgo: 12,
     files: [
       {
-        name: "listings.csv",
+        name: "rental-listings.csv",
         content: csv("id,district,rooms,rent_eur", 300, (i) => `${i},Mitte,${(i % 4) + 1},${900 + i * 3}`),
       },
     ],

@@ -96,4 +96,18 @@ describe("the API reference with the demo data loaded", () => {
       if (order.refundedAt) expect(order.files.every((file) => file.createdAt < order.refundedAt!)).toBe(true);
     }
   });
+
+  it("names the demo's tables for what they hold, none with a number after it", async () => {
+    const tables = await db().orderTable.findMany({
+      where: { order: { buyer: { email: DEMO_EMAIL } } },
+      orderBy: { name: "asc" },
+      select: { name: true },
+    });
+    expect(tables.map((table) => table.name)).toEqual([
+      "product_reviews",
+      "products",
+      "rental_listings",
+      "weekly_prices",
+    ]);
+  });
 });
