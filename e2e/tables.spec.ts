@@ -53,8 +53,14 @@ test("a buyer sees a table's versions, what each changed, previews it and its ch
   await expect(table.getByTestId("table-version")).toHaveText("3");
   await expect(table).toContainText("40"); // rows as of version 3
   await expect(table).toContainText("snapshot");
-  // Only the current version's part is in the files list; the older ones are in the history.
+  // The table lists its current part, which says whose part it is and downloads as itself and in other formats;
+  // the older parts are in the history, and no plain file list repeats it.
   await expect(page.getByTestId("file-row")).toHaveText([/prices-week-3\.csv/]);
+  const part = table.getByTestId("table-parts").getByTestId("file-row");
+  await expect(part.getByTestId("file-table")).toHaveText("Part of table prices, version 3");
+  await expect(part.getByRole("link", { name: "Download prices-week-3.csv", exact: true })).toBeVisible();
+  await expect(part.getByRole("link", { name: /^Download prices-week-3\.csv as Parquet/ })).toBeVisible();
+  await expect(page.getByRole("heading", { name: /Files$/ })).toHaveCount(0);
 
   await table.getByText(/^Version history \(3 versions\)/).click();
   const versions = table.getByTestId("version-row");
@@ -63,7 +69,7 @@ test("a buyer sees a table's versions, what each changed, previews it and its ch
   await expect(versions.nth(1).getByTestId("version-changes")).toHaveText("+1 inserted, 2 updated, −1 deleted");
   await expect(versions.nth(2).getByTestId("version-changes")).toHaveText("+40 inserted, 0 updated, −0 deleted");
   await expectNoAxeViolations(page, "order page, version history open");
-  await screenshot(page, "tables-desktop");
+  await screenshot(page, "order-page-desktop");
 
   // The table's preview is its current version: SKU-5 is gone, SKU-11 costs 25.
   await table.getByRole("button", { name: "Preview prices, version 3" }).click();
@@ -78,14 +84,25 @@ test("a buyer sees a table's versions, what each changed, previews it and its ch
   await expectNoAxeViolations(page, "table preview open");
   await page.keyboard.press("Escape");
 
-  // The change rows of version 2: the preimage and postimage of each moved price, the insert and the delete.
+  // The changes of version 2, in key order, each update one row with its old and new price.
   await versions.nth(1).getByRole("button", { name: "Preview changes of prices version 2" }).click();
   const changes = page.getByRole("dialog", { name: "Preview of changes of prices version 2" });
-  await expect(changes.getByTestId("preview-summary")).toContainText("6 rows");
-  await expect(changes.getByRole("columnheader", { name: /^_change_type/ })).toHaveCount(1);
-  for (const type of ["insert", "delete", "update_preimage", "update_postimage"]) {
-    await expect(changes.getByRole("cell", { name: type, exact: true }).first()).toBeVisible();
+  await expect(changes.getByTestId("preview-summary")).toHaveText("All 6 rows of the change file, as 4 changes.");
+  const changeRows = changes.getByTestId("change-row");
+  await expect(changeRows.nth(0).getByRole("cell")).toHaveText(["inserted", "SKU-41", "Product 41", "82"]);
+  await expect(changeRows.nth(1).getByRole("cell")).toHaveText(["deleted", "SKU-5", "Product 5", "10"]);
+  for (const [index, sku, before, after] of [
+    [2, "SKU-7", "14", "15"],
+    [3, "SKU-9", "18", "19"],
+  ] as const) {
+    await expect(changeRows.nth(index).getByRole("cell").nth(1)).toHaveText(sku);
+    await expect(changeRows.nth(index).getByRole("cell").first()).toHaveText("updated");
+    await expect(changeRows.nth(index).locator("del")).toHaveText(`was ${before}`);
+    await expect(changeRows.nth(index).locator("ins")).toHaveText(`, now ${after}`);
   }
+  await expect(changeRows).toHaveCount(4);
+  await expectNoAxeViolations(page, "change preview open");
+  await screenshot(page, "change-preview-desktop");
   await page.keyboard.press("Escape");
 
   // The change file downloads as Parquet at once; CSV is made on first request, then downloads.
@@ -119,13 +136,29 @@ test("a buyer sees a table's versions, what each changed, previews it and its ch
     if (Date.now() > deadline) throw new Error("The CSV of the changes was not made within 60 s");
   }
 
-  // At phone width the history scrolls in its own box; the page does not widen.
+  // At phone width each version is a card: its changes and change file links are on screen, nothing scrolls sideways.
   await page.setViewportSize({ width: 390, height: 844 });
   await page.goto(`/orders/${account.delivered.id}`);
   await page.getByText(/^Version history/).click();
   expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+  for (const index of [0, 1, 2]) {
+    const card = versions.nth(index);
+    for (const shown of [
+      card.getByTestId("version-changes"),
+      card.getByRole("link", { name: `Download changes of prices version ${3 - index} as JSON Lines` }),
+      card.getByRole("button", { name: `Preview changes of prices version ${3 - index}` }),
+    ]) {
+      const box = (await shown.boundingBox())!;
+      expect(box.x, "left edge on screen").toBeGreaterThanOrEqual(0);
+      expect(box.x + box.width, "right edge on screen").toBeLessThanOrEqual(390);
+    }
+  }
+  await expect(versions.nth(1).getByText("Change file", { exact: true })).toBeVisible();
   await expectNoAxeViolations(page, "order page at phone width, version history open");
-  await screenshot(page, "tables-phone");
+  await screenshot(page, "order-page-phone");
+  await table
+    .getByTestId("version-history")
+    .screenshot({ path: "test-results/e2e/screenshots/version-history-phone.png" });
 });
 
 test("a share page shows each table's current version, without its history", async ({ page }) => {
