@@ -13,20 +13,24 @@ export const FAILURE_MAX_LENGTH = 600;
  * What went wrong with a store, in a sentence for the buyer: the store's status and code where it
  * gave them, a short quote of its words, and what to check. Every secret of the destination is
  * redacted from it (a store's answer may echo what it was sent), control characters are replaced,
- * and it is cut to FAILURE_MAX_LENGTH: it is shown in the dashboard, the API and logs.
+ * and it is cut to FAILURE_MAX_LENGTH: it is shown in the dashboard, the API and logs. Redaction
+ * comes before any cut (a quote's too): a secret cut first would no longer match, and leak in part.
  */
 export function describeFailure(error: unknown, what: string, secrets: Iterable<string>): string {
-  return redactSecrets(storableText(sentence(error, what)), secrets).slice(0, FAILURE_MAX_LENGTH);
+  const all = [...secrets];
+  const redact = (text: string) => redactSecrets(text, all);
+  return storableText(redact(sentence(error, what, redact))).slice(0, FAILURE_MAX_LENGTH);
 }
 
-function quote(text: unknown): string {
-  const flat = String(text ?? "")
+function quoteOf(text: unknown, redact: (text: string) => string): string {
+  const flat = redact(String(text ?? ""))
     .replace(/\s+/g, " ")
     .trim();
   return flat.length > QUOTE_LIMIT ? `${flat.slice(0, QUOTE_LIMIT)}…` : flat;
 }
 
-function sentence(error: unknown, what: string): string {
+function sentence(error: unknown, what: string, redact: (text: string) => string): string {
+  const quote = (text: unknown) => quoteOf(text, redact);
   if (error instanceof AppError) return error.message;
   if (error instanceof ForbiddenAddressError) {
     return `${what}: the address is refused (${quote(error.message)}); exports only reach public addresses.`;
