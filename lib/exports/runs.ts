@@ -1,5 +1,4 @@
 import { createHash, randomUUID } from "node:crypto";
-import { setMaxListeners } from "node:events";
 import { Readable, Transform } from "node:stream";
 import { db, Prisma, sqlQuery } from "../db/client";
 import { AppError } from "../errors";
@@ -17,6 +16,9 @@ import { exportRunView, RUN_VIEW_SELECT, type ExportRunView } from "./views";
 import { commonFolder, renderKey, type KeyValues } from "./template";
 import { openTarget, type ExportTarget, type Present } from "./targets";
 import { stallTimeoutMs } from "./targets/target";
+import { LISTING_WITHIN_MS, listOrGiveUp } from "./targets/listing";
+import { holdLease, LEASE_MS, renewRunLease, type HeldLease } from "./lease";
+import { destinationShare, SHARE_RETRY_MS, takeRun } from "./fairness";
 
 /**
  * Export runs: one per destination and trigger (a delivered order, a new table version, "Export
@@ -31,8 +33,6 @@ import { stallTimeoutMs } from "./targets/target";
 /** Attempts a run gets: the first and one per retry delay (the webhooks' schedule, about 27.6 hours). */
 export const MAX_ATTEMPTS = RETRY_DELAYS_MS.length + 1;
 export const PAUSE_AFTER_FAILING_MS = 3 * 24 * 60 * 60 * 1000;
-/** A run's lease: renewed every third of it while the run copies, so a dead worker's run is free again soon. */
-const LEASE_MS = 120_000;
 /** A run waiting for renditions looks again this often, for at most RENDITION_WAIT_MS after it was made. */
 const RENDITION_POLL_MS = 15_000;
 const RENDITION_WAIT_MS = 6 * 3600_000;
@@ -140,26 +140,31 @@ type Leased = {
  */
 export async function runExport(
   runId: string,
-  { now = () => new Date() }: { now?: () => Date } = {},
+  { now = () => new Date(), shared = true }: { now?: () => Date; shared?: boolean } = {},
 ): Promise<RunOutcome> {
   const startedAt = now();
-  const token = randomUUID();
-  const [run] = await sqlQuery<Leased>(
-    `UPDATE export_runs SET state = 'running', lease_until = $2, lease_token = $3, attempts = attempts + 1,
-            started_at = coalesce(started_at, $4)
-     WHERE id = $1 AND state IN ('pending', 'running')
-       AND (lease_until IS NULL OR lease_until <= $4)
-       AND (next_attempt_at IS NULL OR next_attempt_at <= $4)
-       AND attempts < $5
-     RETURNING id, buyer_id AS "buyerId", order_id AS "orderId", trigger::text AS trigger, table_name AS "tableName",
-               table_version AS "tableVersion", attempts, created_at AS "createdAt", lease_token AS "leaseToken"`,
-    [runId, new Date(Date.now() + LEASE_MS), token, startedAt, MAX_ATTEMPTS],
-  );
-  if (!run) return notAttempted(runId, startedAt);
-  const lease = holdLease(run);
+  const taken = await takeRun({
+    runId,
+    token: randomUUID(),
+    at: startedAt,
+    leaseUntil: new Date(Date.now() + LEASE_MS),
+    maxAttempts: MAX_ATTEMPTS,
+    // A worker's loop takes no more than the destination's share; `export:run --wait` is no worker's loop.
+    share: shared ? destinationShare() : null,
+  });
+  if (taken === "over share") {
+    const at = new Date(Date.now() + SHARE_RETRY_MS);
+    await sendJob(QUEUES.exportRun, { runId }, { startAfter: at });
+    return { result: "skipped", reason: "its destination has its share of the export workers: looked at again soon" };
+  }
+  if (taken === "unavailable") return notAttempted(runId, startedAt);
+  const run = taken as Leased;
+  const lease = holdLease(() => renewRunLease(run.id, run.leaseToken), {
+    onRenewError: (error) => logger().warn({ runId, ...errorFields(error) }, "export run: lease not renewed"),
+  });
   let outcome: RunOutcome;
   try {
-    outcome = await attempt(run, lease.signal, startedAt, now);
+    outcome = await attempt(run, lease, startedAt, now);
   } finally {
     lease.stop();
   }
@@ -168,27 +173,7 @@ export async function runExport(
   return outcome;
 }
 
-/** Renews the run's lease while it works; aborts the work if the lease was lost (the run was taken or deleted). */
-function holdLease(run: Leased) {
-  const controller = new AbortController();
-  // Every file copied at once listens to it (16 small ones): not a leak.
-  setMaxListeners(64, controller.signal);
-  const timer = setInterval(() => {
-    sqlQuery<{ id: string }>(
-      `UPDATE export_runs SET lease_until = $3 WHERE id = $1 AND lease_token = $2 RETURNING id`,
-      [run.id, run.leaseToken, new Date(Date.now() + LEASE_MS)],
-    ).then(
-      (rows) => {
-        if (rows.length === 0) controller.abort(new Error("the run was taken over or deleted while it copied"));
-      },
-      (error: unknown) => logger().warn({ runId: run.id, ...errorFields(error) }, "export run: lease not renewed"),
-    );
-  }, LEASE_MS / 3);
-  timer.unref();
-  return { signal: controller.signal, stop: () => clearInterval(timer) };
-}
-
-async function attempt(run: Leased, leaseLost: AbortSignal, startedAt: Date, now: () => Date): Promise<RunOutcome> {
+async function attempt(run: Leased, lease: HeldLease, startedAt: Date, now: () => Date): Promise<RunOutcome> {
   const row = await db().exportRun.findUniqueOrThrow({
     where: { id: run.id },
     select: {
@@ -230,7 +215,7 @@ async function attempt(run: Leased, leaseLost: AbortSignal, startedAt: Date, now
     const files = await exportFilesOf(run.buyerId, scope, (destinationRow.format ?? "original") as ExportFormat);
     const planned = planKeys(files, destinationRow.keyTemplate, { id: order.id, name: order.name }, run.createdAt);
     target = openTarget(destination);
-    const copied = await copyAll(run, target, planned, destinationRow.id, leaseLost);
+    const copied = await copyAll(run, target, planned, destinationRow.id, lease);
     const manifest = manifestOf(run, order, planned, copied, target);
     const manifestKey = await writeManifest(target, destinationRow.id, planned, manifest);
     return finish(
@@ -299,11 +284,10 @@ type Copied = { key: string; skipped: boolean; verifiedBy: string };
 
 /**
  * A folder holding at least this many of a run's files is listed (a page per 1,000 objects) instead
- * of asked about key by key; a listing that would pass LIST_LIMIT entries (a folder shared with
- * much else) is given up for the per-key checks.
+ * of asked about key by key; a listing past its bounds (./targets/listing.ts: a folder shared with
+ * much else, or a store that lists forever) is given up for the per-key checks.
  */
 const LIST_FROM_FILES = 8;
-const LIST_LIMIT = 20_000;
 
 /** Copies the planned files (small ones several at once), skipping any already there with the same sha256. */
 async function copyAll(
@@ -311,8 +295,9 @@ async function copyAll(
   target: ExportTarget,
   planned: PlannedFile[],
   destinationId: string,
-  leaseLost: AbortSignal,
+  lease: HeldLease,
 ): Promise<Copied[]> {
+  const leaseLost = lease.signal;
   const results = new Map<string, Copied>();
   let done = 0;
   let bytes = 0;
@@ -327,13 +312,14 @@ async function copyAll(
       })
       .catch(() => {});
   };
-  const there = await whatIsThere(target, planned, destinationId);
+  const there = await whatIsThere(target, planned, destinationId, leaseLost);
   const copyOne = async (file: PlannedFile) => {
     if (leaseLost.aborted) throw leaseLost.reason;
     const result = (await alreadyThere(target, file, there, destinationId))
       ? { key: file.key, skipped: true, verifiedBy: "already there" }
-      : { key: file.key, skipped: false, verifiedBy: (await copyFile(target, file, leaseLost)).verifiedBy };
+      : { key: file.key, skipped: false, verifiedBy: (await copyFile(target, file, lease)).verifiedBy };
     results.set(file.key, result);
+    lease.moved();
     done++;
     bytes += file.size;
     await report();
@@ -358,7 +344,12 @@ type Found = { listed: Map<string, Present | null>; exportedBefore: Set<string> 
  * wrote a listed key with this file's sha256 are looked up in one query. Keys of folders not listed
  * (few files, a listing refused or too long) are not in the answer: each is asked on its own.
  */
-async function whatIsThere(target: ExportTarget, planned: PlannedFile[], destinationId: string): Promise<Found> {
+async function whatIsThere(
+  target: ExportTarget,
+  planned: PlannedFile[],
+  destinationId: string,
+  leaseLost: AbortSignal,
+): Promise<Found> {
   const listed = new Map<string, Present | null>();
   const byFolder = new Map<string, PlannedFile[]>();
   for (const file of planned) {
@@ -367,13 +358,11 @@ async function whatIsThere(target: ExportTarget, planned: PlannedFile[], destina
     if (files) files.push(file);
     else byFolder.set(folder, [file]);
   }
+  // One deadline for all of the attempt's listings: past it, every folder left is checked file by file.
+  const deadline = AbortSignal.any([AbortSignal.timeout(LISTING_WITHIN_MS), leaseLost]);
   for (const [folder, files] of byFolder) {
-    if (files.length < LIST_FROM_FILES) continue;
-    const objects = await target.list(folder, LIST_LIMIT).catch((error: unknown) => {
-      // A key that may write but not list (a put-only policy, a SAS without list): each file is asked about.
-      logger().info({ folder, error: (error as Error).name }, "export: listing refused, checking file by file");
-      return null;
-    });
+    if (files.length < LIST_FROM_FILES || deadline.aborted) continue;
+    const objects = await listOrGiveUp(target, folder, deadline);
     if (!objects) continue;
     for (const file of files) listed.set(file.key, objects.get(file.key) ?? null);
   }
@@ -428,11 +417,8 @@ async function exportedBefore(destinationId: string, key: string, sha256: string
 }
 
 /** One file, streamed from its storage into the store; given up when no byte moved for the stall timeout. */
-async function copyFile(
-  target: ExportTarget,
-  file: PlannedFile,
-  leaseLost: AbortSignal,
-): Promise<{ verifiedBy: string }> {
+async function copyFile(target: ExportTarget, file: PlannedFile, lease: HeldLease): Promise<{ verifiedBy: string }> {
+  const leaseLost = lease.signal;
   const controller = new AbortController();
   const stopOnLease = () => controller.abort(leaseLost.reason);
   leaseLost.addEventListener("abort", stopOnLease, { once: true });
@@ -443,7 +429,10 @@ async function copyFile(
     // Every read puts the stall timer back: a local file's by the target, a stream's chunk by chunk below.
     const opened = await openSource(file.location, file.size, {
       signal: controller.signal,
-      onRead: () => timer.refresh(),
+      onRead: () => {
+        timer.refresh();
+        lease.moved();
+      },
     });
     if (!(opened instanceof Readable)) return await target.put(file.key, opened, file, controller.signal);
     source = opened;
@@ -451,6 +440,7 @@ async function copyFile(
     const watched = new Transform({
       transform(chunk: Buffer, _encoding, done) {
         timer.refresh();
+        lease.moved();
         done(null, chunk);
       },
     });
@@ -758,7 +748,7 @@ export async function waitForRuns(
 ): Promise<ExportRunView[]> {
   for (const id of ids) {
     for (;;) {
-      const outcome = await runExport(id);
+      const outcome = await runExport(id, { shared: false });
       if (outcome.result === "waiting") {
         await sleep(Math.max(0, outcome.nextAttemptAt.getTime() - Date.now()));
         continue;

@@ -5,6 +5,7 @@ import { closeEnginePool, datasetEngineProcesses } from "../datasets/engine-pool
 import { handleProfileJob, handleRenditionJob } from "../datasets/jobs";
 import { continuePublicationOf, handlePublicationJob, sweepPublications } from "../tables/pipeline";
 import { handleDeliveryJob, requeueStrandedMessages } from "../webhooks/deliver";
+import { exportConcurrency } from "../exports/fairness";
 import { handleExportJob, requeueStrandedRuns } from "../exports/runs";
 import { QUEUES, sendJob, startWorker } from "./index";
 
@@ -56,7 +57,7 @@ export async function startJobWorker(): Promise<() => Promise<void>> {
     },
     concurrency: Math.max(1, Number(process.env.JOBS_CONCURRENCY) || 100),
     // Exports apart from the other jobs: a 100 GB copy holds one of these, never a webhook delivery.
-    exportConcurrency: Math.max(1, Number(process.env.EXPORT_CONCURRENCY) || 2),
+    exportConcurrency: exportConcurrency(),
     // As many profiles at once as there are engine processes to run them.
     profileConcurrency: datasetEngineProcesses(),
   });

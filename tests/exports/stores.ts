@@ -96,6 +96,8 @@ export type SftpFaults = {
   diskQuotaBytes?: number;
   /** Writes past this many bytes in all get no answer (a server that hangs). */
   hangAfterBytes?: number;
+  /** Every `readdir` answers the same names and folders again, never the end (a hostile listing); counted here. */
+  endlessReaddir?: { batches: number };
 };
 
 export type TestSftp = {
@@ -253,6 +255,15 @@ export async function startTestSftp(): Promise<TestSftp> {
           sftp.on("READDIR", (reqid, handle) => {
             const entries = directories.get(handle.readUInt32BE(0));
             if (!entries) return sftp.status(reqid, STATUS_CODE.FAILURE, "bad handle");
+            if (faults.endlessReaddir) {
+              faults.endlessReaddir.batches++;
+              const folder = { mode: 0o040755, uid: 0, gid: 0, size: 4096, atime: 0, mtime: 0 };
+              const names = Array.from({ length: 50 }, (_, i) => `folder-${i}`);
+              return sftp.name(reqid, [
+                ...entries.slice(0, 50),
+                ...names.map((name) => ({ filename: name, longname: name, attrs: folder })),
+              ]);
+            }
             if (entries.length === 0) return sftp.status(reqid, STATUS_CODE.EOF);
             sftp.name(reqid, entries.splice(0, 100));
           });

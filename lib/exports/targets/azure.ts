@@ -23,6 +23,7 @@ import {
   WHOLE_FILE_BYTES,
   wholeVerified,
 } from "./target";
+import type { ListingBudget } from "./listing";
 
 /** Blocks of 8 MiB, four staged at once and one being read: five 8 MiB buffers per copy, reused, whatever the file's size. */
 export const AZURE_BLOCK_SIZE = WHOLE_FILE_BYTES;
@@ -89,12 +90,11 @@ export class AzureTarget implements ExportTarget {
     }
   }
 
-  async list(folder: string, limit: number) {
+  async list(folder: string, budget: ListingBudget) {
     const listed = new Map<string, Present>();
     const prefix = folder ? `${this.fullKey(folder)}/` : this.fullKey("");
-    let entries = 0;
     const pages = this.container
-      .listBlobsByHierarchy("/", { prefix, includeMetadata: true })
+      .listBlobsByHierarchy("/", { prefix, includeMetadata: true, abortSignal: budget.signal })
       .byPage({ maxPageSize: 1000 });
     for await (const page of pages) {
       for (const item of page.segment.blobItems) {
@@ -104,8 +104,8 @@ export class AzureTarget implements ExportTarget {
           sha256: item.metadata?.sha256 ?? null,
         });
       }
-      entries += page.segment.blobItems.length + (page.segment.blobPrefixes?.length ?? 0);
-      if (entries > limit) return null;
+      // Empty pages count too: a store may answer them with a new marker forever.
+      if (!budget.page(page.segment.blobItems.length + (page.segment.blobPrefixes?.length ?? 0))) return null;
     }
     return listed;
   }

@@ -28,6 +28,7 @@ import {
   WHOLE_FILE_BYTES,
   wholeVerified,
 } from "./target";
+import type { ListingBudget } from "./listing";
 
 /**
  * Multipart parts of 8 MiB, four in flight and one being read: five buffers of 8 MiB, allocated once
@@ -92,7 +93,7 @@ export class S3Target implements ExportTarget {
     }
   }
 
-  async list(folder: string, limit: number) {
+  async list(folder: string, budget: ListingBudget) {
     const listed = new Map<string, Present>();
     const prefix = folder ? `${this.key(folder)}/` : this.key("");
     let token: string | undefined;
@@ -104,14 +105,15 @@ export class S3Target implements ExportTarget {
         MaxKeys: 1000,
         ContinuationToken: token,
       });
-      const page = await this.client.send(command);
+      const page = await this.client.send(command, { abortSignal: budget.signal });
       for (const object of page.Contents ?? []) {
         if (!object.Key?.startsWith(prefix)) continue;
         listed.set(`${folder ? `${folder}/` : ""}${object.Key.slice(prefix.length)}`, {
           size: Number(object.Size ?? 0),
         });
       }
-      if (listed.size + (page.CommonPrefixes?.length ?? 0) > limit) return null;
+      // Every key and folder sent counts, new or not: a store may send the same page, or empty ones, forever.
+      if (!budget.page((page.Contents?.length ?? 0) + (page.CommonPrefixes?.length ?? 0))) return null;
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
     return listed;

@@ -16,6 +16,7 @@ import {
   type ExportTarget,
   type Present,
 } from "./target";
+import type { ListingBudget } from "./listing";
 
 /** The SSH host key's fingerprint as `ssh-keygen -lf` prints it: SHA256: and the unpadded base64 of its SHA-256. */
 export function hostKeyFingerprint(publicKey: Buffer): string {
@@ -123,7 +124,7 @@ export class SftpTarget implements ExportTarget {
     }
   }
 
-  async list(folder: string, limit: number) {
+  async list(folder: string, budget: ListingBudget) {
     const listed = new Map<string, Present>();
     const where = folder ? this.pathOf(folder) : this.root;
     let handle: Buffer;
@@ -136,18 +137,20 @@ export class SftpTarget implements ExportTarget {
     try {
       // Batch by batch (a server sends a few hundred names each), so a huge directory is never read whole.
       for (;;) {
+        budget.signal.throwIfAborted();
         const batch = await this.call<FileEntry[] | false>((sftp, done) =>
           sftp.readdir(handle, (error, list) =>
             error && (error as { code?: number }).code === 1 ? done(null, false) : done(error, list),
           ),
         );
         if (!batch || batch.length === 0) return listed;
+        // Every name counts, directories and repeats too: a server may send the same names forever.
+        if (!budget.page(batch.length)) return null;
         for (const entry of batch) {
           if (entry.filename === "." || entry.filename === "..") continue;
           if ((entry.attrs.mode & 0o170000) !== 0o100000) continue; // files only
           listed.set(`${folder ? `${folder}/` : ""}${entry.filename}`, { size: entry.attrs.size, sha256: null });
         }
-        if (listed.size > limit) return null;
       }
     } finally {
       await this.call<void>((sftp, done) => sftp.close(handle, done)).catch(() => {});

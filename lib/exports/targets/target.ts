@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { createReadStream, promises as fs } from "node:fs";
 import { addAbortSignal, Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import type { ListingBudget } from "./listing";
 
 /**
  * A buyer's store as exports see it: an S3 bucket, an Azure container or an SFTP directory, under
@@ -20,10 +21,11 @@ export interface ExportTarget {
   /**
    * What is in `folder` (a key's folder, "" for the top), one level deep, in one listing instead of
    * a `head` per key: each object's key and size, and its sha256 where the listing gives metadata
-   * (undefined where it does not: S3's; null where the store keeps none: SFTP). Null when the folder
-   * holds more than `limit` entries: the listing stops there and each key is asked on its own.
+   * (undefined where it does not: S3's; null where the store keeps none: SFTP). Null when the store
+   * sends more pages or entries than `budget` allows (./listing.ts): the listing stops there and each
+   * key is asked on its own. Every request of it is aborted by `budget.signal`.
    */
-  list(folder: string, limit: number): Promise<Map<string, Present> | null>;
+  list(folder: string, budget: ListingBudget): Promise<Map<string, Present> | null>;
   /**
    * Copies `source` to `key` with the sha256 in its metadata; the bytes are checked against
    * `expected` as they go (a source that changed fails before the object appears) and then as

@@ -1,0 +1,75 @@
+import { setMaxListeners } from "node:events";
+import { sqlQuery } from "../db/client";
+
+/**
+ * A run's lease while an attempt works on it: renewed every third of LEASE_MS, but only while the
+ * attempt moves (a file checked or copied, bytes sent). An attempt that moved nothing for
+ * IDLE_LIMIT_MS is stopped and its lease let go, whatever the store is doing meanwhile: a store
+ * that answers forever (an endless listing, a trickle of nothing) cannot keep a worker by keeping
+ * the run busy. The run is retried on its schedule like any failed attempt.
+ */
+
+/** A run's lease: a dead worker's run is free again this soon. */
+export const LEASE_MS = 120_000;
+/** An attempt that moved nothing for this long gives up its lease (longer than a listing's deadline and a stalled request). */
+export const IDLE_LIMIT_MS = 120_000;
+
+export type HeldLease = {
+  /** Aborted when the lease is lost (taken over, deleted) or let go for want of progress; its reason says which. */
+  readonly signal: AbortSignal;
+  /** The attempt moved: a file was checked or copied, or bytes were sent. */
+  moved(): void;
+  stop(): void;
+};
+
+/**
+ * Holds a lease through `renew` (true while the lease is still this attempt's). `now` and the
+ * intervals are injectable for tests.
+ */
+export function holdLease(
+  renew: () => Promise<boolean>,
+  {
+    leaseMs = LEASE_MS,
+    idleLimitMs = IDLE_LIMIT_MS,
+    now = Date.now,
+    onRenewError = () => {},
+  }: { leaseMs?: number; idleLimitMs?: number; now?: () => number; onRenewError?: (error: unknown) => void } = {},
+): HeldLease {
+  const controller = new AbortController();
+  // Every file copied at once listens to it (16 small ones): not a leak.
+  setMaxListeners(64, controller.signal);
+  let lastMoved = now();
+  const timer = setInterval(() => {
+    if (controller.signal.aborted) return;
+    const idle = now() - lastMoved;
+    if (idle >= idleLimitMs) {
+      clearInterval(timer);
+      controller.abort(
+        new Error(
+          `nothing moved for ${Math.round(idle / 1000)} s (no file checked or copied, no byte sent): the attempt was stopped`,
+        ),
+      );
+      return;
+    }
+    renew().then((held) => {
+      if (!held) controller.abort(new Error("the run was taken over or deleted while it copied"));
+    }, onRenewError);
+  }, leaseMs / 3);
+  timer.unref();
+  return {
+    signal: controller.signal,
+    moved: () => {
+      lastMoved = now();
+    },
+    stop: () => clearInterval(timer),
+  };
+}
+
+/** Extends a run's lease by LEASE_MS from now; false when the run is no longer this attempt's. */
+export async function renewRunLease(runId: string, token: string): Promise<boolean> {
+  const rows = await sqlQuery<{ id: string }>(
+    `UPDATE export_runs SET lease_until = $3 WHERE id = $1 AND lease_token = $2 RETURNING id`,
+    [runId, token, new Date(Date.now() + LEASE_MS)],
+  );
+  return rows.length > 0;
+}
