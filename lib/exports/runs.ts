@@ -13,7 +13,7 @@ import { describePlace, openDestination, secretValues } from "./destinations";
 import { describeFailure } from "./failures";
 import { exportFilesOf, openSource, RenditionPendingError, type ExportFile, type RunScope } from "./files";
 import { exportRunView, RUN_VIEW_SELECT, type ExportRunView } from "./views";
-import { commonFolder, renderKey, type KeyValues } from "./template";
+import { commonFolder, renderKey, runFolder, type KeyValues } from "./template";
 import { openTarget, type ExportTarget, type Present } from "./targets";
 import { stallTimeoutMs } from "./targets/target";
 import { LISTING_WITHIN_MS, listOrGiveUp } from "./targets/listing";
@@ -213,11 +213,19 @@ async function attempt(run: Leased, lease: HeldLease, startedAt: Date, now: () =
         : {}),
     };
     const files = await exportFilesOf(run.buyerId, scope, (destinationRow.format ?? "original") as ExportFormat);
-    const planned = planKeys(files, destinationRow.keyTemplate, { id: order.id, name: order.name }, run.createdAt);
+    const { keyTemplate: template } = destinationRow;
+    const values: Omit<KeyValues, "file_name" | "file_id"> = {
+      order_id: order.id,
+      order_name: order.name,
+      date: run.createdAt.toISOString().slice(0, 10),
+      ...(scope.table ? { table: scope.table.name, version: scope.table.version } : {}),
+    };
+    const planned = planKeys(files, template, values);
     target = openTarget(destination);
     const copied = await copyAll(run, target, planned, destinationRow.id, lease);
     const manifest = manifestOf(run, order, planned, copied, target);
-    const manifestKey = await writeManifest(target, destinationRow.id, planned, manifest);
+    const folder = planned.length > 0 ? commonFolder(planned.map((file) => file.key)) : runFolder(template, values);
+    const manifestKey = await writeManifest(target, destinationRow.id, folder, manifest);
     return finish(
       run,
       {
@@ -252,24 +260,21 @@ async function attempt(run: Leased, lease: HeldLease, startedAt: Date, now: () =
 type PlannedFile = ExportFile & { key: string };
 
 /** Each file's key under the template; a rendition whose name meets another file's gets its original name before its format. */
-function planKeys(
-  files: ExportFile[],
-  template: string,
-  order: { id: string; name: string },
-  createdAt: Date,
-): PlannedFile[] {
-  const date = createdAt.toISOString().slice(0, 10);
+function planKeys(files: ExportFile[], template: string, run: Omit<KeyValues, "file_name" | "file_id">): PlannedFile[] {
   const values = (file: ExportFile, name: string): KeyValues => ({
-    order_id: order.id,
-    order_name: order.name,
+    order_id: run.order_id,
+    order_name: run.order_name,
     file_name: name,
     file_id: file.fileId,
-    date,
+    date: run.date,
     ...(file.table ? { table: file.table.name, version: file.table.version } : {}),
   });
   const taken = new Set<string>();
   return files.map((file) => {
     let key = renderKey(template, values(file, file.name));
+    // The manifest takes that name in the run's folder: a delivered file of that name goes beside it, under its id.
+    if (key.split("/").pop() === MANIFEST_NAME)
+      key = renderKey(template, values(file, `_manifest.${file.fileId}.json`));
     if (taken.has(key) && file.format !== "original") {
       key = renderKey(template, values(file, `${file.name.replace(/\.[^.]+$/, "")}.${file.fileId}.${file.format}`));
     }
@@ -504,14 +509,13 @@ function manifestOf(
   };
 }
 
-/** `_manifest.json` in the folder the run's files share, written after every file is in place. Returns its key in the store. */
+/** `_manifest.json` in `folder` (the one the run's files share), written after every file is in place. Returns its key in the store. */
 async function writeManifest(
   target: ExportTarget,
   destinationId: string,
-  planned: PlannedFile[],
+  folder: string,
   manifest: Prisma.InputJsonObject,
 ): Promise<string> {
-  const folder = commonFolder(planned.map((file) => file.key));
   const key = folder ? `${folder}/${MANIFEST_NAME}` : MANIFEST_NAME;
   const bytes = Buffer.from(`${JSON.stringify({ destination_id: destinationId, ...manifest }, null, 2)}\n`);
   const sha256 = createHash("sha256").update(bytes).digest("hex");

@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { commonFolder, DEFAULT_KEY_TEMPLATE, keySafe, keyTemplateProblem, prefixProblem, renderKey } from "./template";
+import {
+  commonFolder,
+  DEFAULT_KEY_TEMPLATE,
+  keySafe,
+  keyTemplateProblem,
+  prefixProblem,
+  renderKey,
+  runFolder,
+} from "./template";
 
 const values = {
   order_id: "ord_1",
@@ -66,5 +74,15 @@ describe("key templates", () => {
     expect(commonFolder(["o/t/v1/a.csv", "o/u/v1/b.csv"])).toBe("o");
     expect(commonFolder(["a.csv", "o/b.csv"])).toBe("");
     expect(commonFolder([])).toBe("");
+  });
+
+  it("gives a run with no files the folder the template gives its order, never the top", () => {
+    const run = { order_id: "ord_1", order_name: "Q3", date: "2026-11-26" };
+    expect(runFolder("{order_id}/{table}/v{version}/{file_name}", run)).toBe("ord_1");
+    expect(runFolder("{order_id}/{table}/v{version}/{file_name}", { ...run, table: "t", version: 3 })).toBe(
+      "ord_1/t/v3",
+    );
+    expect(runFolder("{date}/{order_name}/{file_id}/{file_name}", run)).toBe("2026-11-26/Q3");
+    expect(runFolder("{file_name}", run)).toBe("");
   });
 });

@@ -102,6 +102,21 @@ export function renderKey(template: string, values: KeyValues): string {
   return segments.join("/");
 }
 
+/**
+ * Where a run's manifest goes when the run has no files to share a folder: the template's folders
+ * up to the first made of a file's name or id, rendered for the run (`{order_id}` for the default,
+ * or `{order_id}/{table}/v{version}` for a table version's run), so runs of other orders never meet.
+ */
+export function runFolder(template: string, values: Omit<KeyValues, "file_name" | "file_id">): string {
+  const folders: string[] = [];
+  for (const raw of template.split("/").slice(0, -1)) {
+    if (/\{file_(name|id)\}/.test(raw)) break;
+    folders.push(raw);
+  }
+  const key = renderKey([...folders, "{file_name}"].join("/"), { ...values, file_name: "_", file_id: "_" });
+  return key.split("/").slice(0, -1).join("/");
+}
+
 /** A destination's key prefix (an S3 or Azure prefix, within the SFTP directory): folders, no `..`, no leading /. */
 export function prefixProblem(prefix: string): string | undefined {
   if (prefix === "") return undefined;
