@@ -1,18 +1,22 @@
 import { setMaxListeners } from "node:events";
 import { sqlQuery } from "../db/client";
+import { stallTimeoutMs } from "./targets/target";
 
 /**
  * A run's lease while an attempt works on it: renewed every third of LEASE_MS, but only while the
- * attempt moves (a file checked or copied, bytes sent). An attempt that moved nothing for
- * IDLE_LIMIT_MS is stopped and its lease let go, whatever the store is doing meanwhile: a store
- * that answers forever (an endless listing, a trickle of nothing) cannot keep a worker by keeping
- * the run busy. The run is retried on its schedule like any failed attempt.
+ * attempt moves (a file checked or copied, bytes sent). An attempt that moved nothing for its idle
+ * limit (twice the stall timeout) is stopped, its requests aborted and its lease let go, whatever
+ * the store is doing meanwhile: a store that answers forever (a header line at a time, a listing
+ * that never ends) cannot keep a worker by keeping the run busy. The run is retried on its schedule
+ * like any failed attempt.
  */
 
 /** A run's lease: a dead worker's run is free again this soon. */
 export const LEASE_MS = 120_000;
-/** An attempt that moved nothing for this long gives up its lease (longer than a listing's deadline and a stalled request). */
-export const IDLE_LIMIT_MS = 120_000;
+/** An attempt that moved nothing for this long gives up its lease: twice a request's stall timeout (2 minutes by default). */
+export function attemptIdleLimitMs(): number {
+  return 2 * stallTimeoutMs();
+}
 
 export type HeldLease = {
   /** Aborted when the lease is lost (taken over, deleted) or let go for want of progress; its reason says which. */
@@ -30,7 +34,7 @@ export function holdLease(
   renew: () => Promise<boolean>,
   {
     leaseMs = LEASE_MS,
-    idleLimitMs = IDLE_LIMIT_MS,
+    idleLimitMs = attemptIdleLimitMs(),
     now = Date.now,
     onRenewError = () => {},
   }: { leaseMs?: number; idleLimitMs?: number; now?: () => number; onRenewError?: (error: unknown) => void } = {},
@@ -39,22 +43,29 @@ export function holdLease(
   // Every file copied at once listens to it (16 small ones): not a leak.
   setMaxListeners(64, controller.signal);
   let lastMoved = now();
-  const timer = setInterval(() => {
-    if (controller.signal.aborted) return;
-    const idle = now() - lastMoved;
-    if (idle >= idleLimitMs) {
-      clearInterval(timer);
-      controller.abort(
-        new Error(
-          `nothing moved for ${Math.round(idle / 1000)} s (no file checked or copied, no byte sent): the attempt was stopped`,
-        ),
-      );
-      return;
-    }
-    renew().then((held) => {
-      if (!held) controller.abort(new Error("the run was taken over or deleted while it copied"));
-    }, onRenewError);
-  }, leaseMs / 3);
+  let lastRenewed = now();
+  // Looked at often enough to stop an idle attempt near its limit; renewed every third of the lease.
+  const timer = setInterval(
+    () => {
+      if (controller.signal.aborted) return;
+      const idle = now() - lastMoved;
+      if (idle >= idleLimitMs) {
+        clearInterval(timer);
+        controller.abort(
+          new Error(
+            `nothing moved for ${Math.round(idle / 1000)} s (no file checked or copied, no byte sent): the attempt was stopped`,
+          ),
+        );
+        return;
+      }
+      if (now() - lastRenewed < leaseMs / 3) return;
+      lastRenewed = now();
+      renew().then((held) => {
+        if (!held) controller.abort(new Error("the run was taken over or deleted while it copied"));
+      }, onRenewError);
+    },
+    Math.min(leaseMs / 3, idleLimitMs / 4),
+  );
   timer.unref();
   return {
     signal: controller.signal,

@@ -242,7 +242,12 @@ async function attempt(run: Leased, lease: HeldLease, startedAt: Date, now: () =
     if (error instanceof RenditionPendingError && startedAt.getTime() - run.createdAt.getTime() < RENDITION_WAIT_MS) {
       return wait(run, error.message, new Date(startedAt.getTime() + RENDITION_POLL_MS));
     }
-    const message = describeFailure(error, `The store (${place})`, secrets);
+    // A request aborted by the lease says only "aborted": the lease's reason says why.
+    const message = describeFailure(
+      lease.signal.aborted ? lease.signal.reason : error,
+      `The store (${place})`,
+      secrets,
+    );
     logger().warn({ runId: run.id, error: message }, "export run attempt failed");
     const delay = RETRY_DELAYS_MS[run.attempts - 1];
     const outcome: RunOutcome =
@@ -317,10 +322,10 @@ async function copyAll(
       })
       .catch(() => {});
   };
-  const there = await whatIsThere(target, planned, destinationId, leaseLost);
+  const there = await whatIsThere(target, planned, destinationId, lease);
   const copyOne = async (file: PlannedFile) => {
     if (leaseLost.aborted) throw leaseLost.reason;
-    const result = (await alreadyThere(target, file, there, destinationId))
+    const result = (await alreadyThere(target, file, there, destinationId, leaseLost))
       ? { key: file.key, skipped: true, verifiedBy: "already there" }
       : { key: file.key, skipped: false, verifiedBy: (await copyFile(target, file, lease)).verifiedBy };
     results.set(file.key, result);
@@ -353,7 +358,7 @@ async function whatIsThere(
   target: ExportTarget,
   planned: PlannedFile[],
   destinationId: string,
-  leaseLost: AbortSignal,
+  lease: HeldLease,
 ): Promise<Found> {
   const listed = new Map<string, Present | null>();
   const byFolder = new Map<string, PlannedFile[]>();
@@ -364,10 +369,10 @@ async function whatIsThere(
     else byFolder.set(folder, [file]);
   }
   // One deadline for all of the attempt's listings: past it, every folder left is checked file by file.
-  const deadline = AbortSignal.any([AbortSignal.timeout(LISTING_WITHIN_MS), leaseLost]);
+  const deadline = AbortSignal.any([AbortSignal.timeout(LISTING_WITHIN_MS), lease.signal]);
   for (const [folder, files] of byFolder) {
     if (files.length < LIST_FROM_FILES || deadline.aborted) continue;
-    const objects = await listOrGiveUp(target, folder, deadline);
+    const objects = await listOrGiveUp(target, folder, deadline, lease.moved);
     if (!objects) continue;
     for (const file of files) listed.set(file.key, objects.get(file.key) ?? null);
   }
@@ -384,12 +389,13 @@ async function alreadyThere(
   file: PlannedFile,
   { listed, exportedBefore: exported }: Found,
   destinationId: string,
+  leaseLost: AbortSignal,
 ): Promise<boolean> {
   let found = listed.get(file.key);
   const fromListing = found !== undefined;
   // Not listed, or listed without its metadata (S3's listings carry none) and the same size: ask.
   if (found === undefined || (found && found.size === file.size && found.sha256 === undefined)) {
-    found = await target.head(file.key);
+    found = await target.head(file.key, leaseLost);
   }
   if (!found || found.size !== file.size) return false;
   if (found.sha256 === file.sha256) return true;

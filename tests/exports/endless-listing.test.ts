@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
+import net, { type AddressInfo } from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../lib/db/client";
@@ -52,7 +53,14 @@ beforeAll(async () => {
   server = await startServer({
     databaseUrl: env.database.url,
     storageDir: env.storageDir,
-    env: { REDIS_URL: "", EXPORT_SECRETS_KEY: secretsKey, EXPORT_ALLOW_PRIVATE: "true", EXPORT_CONCURRENCY: "2" },
+    env: {
+      REDIS_URL: "",
+      EXPORT_SECRETS_KEY: secretsKey,
+      EXPORT_ALLOW_PRIVATE: "true",
+      EXPORT_CONCURRENCY: "2",
+      // A request given up after 3 s of silence, an attempt after 6 s without moving.
+      EXPORT_STALL_TIMEOUT_MS: "3000",
+    },
   });
 }, 180_000);
 
@@ -209,6 +217,51 @@ describe("stores that list forever", () => {
       expect(sftp.faults.endlessReaddir.batches).toBeGreaterThan(0);
       expect(sftp.faults.endlessReaddir.batches).toBeLessThanOrEqual(LISTING_MAX_PAGES + 1);
       sftp.faults.endlessReaddir = undefined;
+    },
+  );
+});
+
+describe("a store that answers forever without moving", () => {
+  it(
+    "an S3 check answered a header line at a time, forever: the attempt is stopped and its lease let go",
+    { timeout: 180_000 },
+    async () => {
+      // Every request gets a status line, then a header line every 300 ms and never an end: no socket is ever idle.
+      const sockets = new Set<net.Socket>();
+      const trickle = net.createServer((socket) => {
+        sockets.add(socket);
+        socket.on("error", () => {});
+        socket.once("data", () => {
+          socket.write("HTTP/1.1 200 OK\r\n");
+          const timer = setInterval(() => socket.write("X-Trickle: 1\r\n"), 300);
+          socket.on("close", () => clearInterval(timer));
+        });
+      });
+      await new Promise<void>((resolve) => trickle.listen(0, "127.0.0.1", resolve));
+      try {
+        const account = await buyer("trickle");
+        const key = (await apiKey(account.id)).secret;
+        const origin = `http://127.0.0.1:${(trickle.address() as AddressInfo).port}`;
+        const destination = await createDestination(
+          account.id,
+          { name: "trickle", type: "s3", fields: s3Fields(origin, "trickle") },
+          OPERATOR,
+        );
+        const { id: orderId } = await order(account.id, { files: { "a.bin": randomBytes(100) } });
+        const [run] = await exportNow({ orderId, destinationId: destination.id });
+        const stopped = async () => {
+          const row = await db().exportRun.findUniqueOrThrow({ where: { id: run!.id }, select: { error: true } });
+          return /nothing moved/.test(row.error ?? "");
+        };
+        await waitFor(stopped, 120_000, "the attempt to be stopped");
+        const seen = await runOverHttp(key, run!.id);
+        expect(seen.error).toMatch(/nothing moved for \d+ s/);
+        // Recorded as a failed attempt, retried on the schedule (5 s later: it may be running again already).
+        expect(["pending", "running"]).toContain(seen.state);
+      } finally {
+        for (const socket of sockets) socket.destroy();
+        trickle.close();
+      }
     },
   );
 });

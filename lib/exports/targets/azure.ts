@@ -80,9 +80,9 @@ export class AzureTarget implements ExportTarget {
     return this.container.getBlockBlobClient(this.fullKey(key));
   }
 
-  async head(key: string) {
+  async head(key: string, signal?: AbortSignal) {
     try {
-      const properties = await this.blob(key).getProperties();
+      const properties = await this.blob(key).getProperties({ abortSignal: signal });
       return { size: Number(properties.contentLength ?? 0), sha256: properties.metadata?.sha256 ?? null };
     } catch (error) {
       if ((error as { statusCode?: number }).statusCode === 404) return null;

@@ -23,10 +23,14 @@ export type ListingBudget = {
   page(entries: number): boolean;
 };
 
-/** A fresh count of pages and entries for one folder's listing, under `signal` (the attempt's listing deadline). */
+/**
+ * A fresh count of pages and entries for one folder's listing, under `signal` (the attempt's listing
+ * deadline). `onPage` is called for each page: the run counts a page as a move (./../lease.ts), which
+ * is safe since these bounds end a listing that pages forever.
+ */
 export function listingBudget(
   signal: AbortSignal,
-  { maxEntries = LISTING_MAX_ENTRIES, maxPages = LISTING_MAX_PAGES } = {},
+  { maxEntries = LISTING_MAX_ENTRIES, maxPages = LISTING_MAX_PAGES, onPage = () => {} } = {},
 ): ListingBudget {
   let pages = 0;
   let entries = 0;
@@ -35,6 +39,7 @@ export function listingBudget(
     page(count) {
       pages++;
       entries += count;
+      onPage();
       return pages <= maxPages && entries <= maxEntries && !signal.aborted;
     },
   };
@@ -48,9 +53,10 @@ export async function listOrGiveUp(
   target: ExportTarget,
   folder: string,
   deadline: AbortSignal,
+  onPage?: () => void,
 ): Promise<Map<string, Present> | null> {
   let reason = "past its bounds";
-  const listed = await target.list(folder, listingBudget(deadline)).catch((error: unknown) => {
+  const listed = await target.list(folder, listingBudget(deadline, { onPage })).catch((error: unknown) => {
     reason = deadline.aborted ? "deadline passed" : `refused: ${(error as Error).name}`;
     return null;
   });

@@ -82,9 +82,11 @@ export class S3Target implements ExportTarget {
     return this.fullKey(key);
   }
 
-  async head(key: string) {
+  async head(key: string, signal?: AbortSignal) {
     try {
-      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.config.bucket, Key: this.key(key) }));
+      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.config.bucket, Key: this.key(key) }), {
+        abortSignal: signal,
+      });
       return { size: Number(head.ContentLength ?? 0), sha256: head.Metadata?.sha256 ?? null };
     } catch (error) {
       const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;

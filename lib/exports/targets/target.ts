@@ -17,7 +17,7 @@ export interface ExportTarget {
   /** Where `key` is in the store: under the prefix (S3, Azure) or the directory (SFTP). */
   fullKey(key: string): string;
   /** What is at `key` now: its size and the sha256 kept in its metadata (null where the store keeps none), or null. */
-  head(key: string): Promise<{ size: number; sha256: string | null } | null>;
+  head(key: string, signal?: AbortSignal): Promise<{ size: number; sha256: string | null } | null>;
   /**
    * What is in `folder` (a key's folder, "" for the top), one level deep, in one listing instead of
    * a `head` per key: each object's key and size, and its sha256 where the listing gives metadata
