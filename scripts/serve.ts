@@ -24,6 +24,9 @@ if (mode !== "dev" && mode !== "start") {
   console.error("Usage: tsx scripts/serve.ts dev|start [-p PORT] [-H HOSTNAME]");
   process.exit(1);
 }
+// As `next dev`/`next start` do: the HTTP server and its in-process job worker read it (webhook
+// receivers on this machine are allowed in development only: lib/webhooks/ssrf.ts).
+Object.assign(process.env, { NODE_ENV: mode === "start" ? "production" : "development" });
 const log = (message: string) => logger().info(message);
 function fail(error: unknown): never {
   logger().fatal((error as Error).message);

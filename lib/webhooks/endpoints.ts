@@ -8,7 +8,7 @@ import { jobTransaction, QUEUES, sendJob } from "../jobs";
 import { emitEvent } from "./emit";
 import { WEBHOOK_EVENT_TYPES, webhookEventTypeSchema, type WebhookEventType } from "./events";
 import { generateWebhookSecret, sealSecret, secretHint } from "./secret";
-import { configuredAddressFilter, privateAddressesAllowed } from "./ssrf";
+import { configuredAddressFilter, insecureLoopbackAllowed, privateAddressesAllowed } from "./ssrf";
 
 /** A buyer's webhook endpoints: what the dashboard's Webhooks page does. Every query is scoped to the buyer. */
 
@@ -19,7 +19,7 @@ const isLoopbackHost = (hostname: string) => {
 };
 
 /**
- * An endpoint URL: HTTPS (plain HTTP only to a loopback host with WEBHOOK_ALLOW_INSECURE=true),
+ * An endpoint URL: HTTPS (plain HTTP only to a loopback host, see insecureLoopbackAllowed),
  * no user name or password in it, and not a private address written out (names are checked on
  * every delivery, on the address they resolve to).
  */
@@ -42,7 +42,7 @@ function urlProblem(value: string): string | undefined {
     return "That is not a URL: it should look like https://example.com/webhooks.";
   }
   if (url.username || url.password) return "Leave the user name and password out of the URL.";
-  const insecureAllowed = process.env.WEBHOOK_ALLOW_INSECURE === "true" && isLoopbackHost(url.hostname);
+  const insecureAllowed = insecureLoopbackAllowed() && isLoopbackHost(url.hostname);
   if (url.protocol !== "https:" && !(url.protocol === "http:" && insecureAllowed)) {
     return "Use an https:// URL: events carry your order data.";
   }

@@ -1,6 +1,8 @@
+import http from "node:http";
 import net from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { configuredAddressFilter, guardedLookup, isForbiddenAddress, postOnce } from "./ssrf";
+import { endpointUrlSchema } from "./endpoints";
+import { configuredAddressFilter, guardedLookup, isForbiddenAddress, postOnce, webhookSettingAllows } from "./ssrf";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -67,5 +69,54 @@ describe("the webhook address filter", () => {
     const lookup = guardedLookup(isForbiddenAddress);
     const error = await new Promise<Error | null>((resolve) => lookup("localhost", {}, (failure) => resolve(failure)));
     expect(error?.message).toMatch(/^localhost resolves to (127\.0\.0\.1|::1), a private or reserved address$/);
+  });
+});
+
+// Issue #39: a receiver on the developer's own machine (http://127.0.0.1) was refused everywhere.
+describe("webhook receivers on this machine", () => {
+  it.each([
+    ["development", undefined, true],
+    ["test", undefined, true],
+    ["production", undefined, false],
+    [undefined, undefined, false], // a worker started without NODE_ENV keeps the production rule
+    ["development", "false", false],
+    ["production", "true", true],
+  ])("NODE_ENV=%s with the setting %s allows them: %s", (nodeEnv, value, allowed) => {
+    for (const name of ["WEBHOOK_ALLOW_PRIVATE", "WEBHOOK_ALLOW_INSECURE"] as const) {
+      const env = { NODE_ENV: nodeEnv, ...(value ? { [name]: value } : {}) } as NodeJS.ProcessEnv;
+      expect(webhookSettingAllows(name, env)).toBe(allowed);
+    }
+  });
+
+  it("accepts http://127.0.0.1 and delivers to it outside production, never to cloud metadata", async () => {
+    vi.stubEnv("NODE_ENV", "development");
+    vi.stubEnv("WEBHOOK_ALLOW_PRIVATE", undefined);
+    vi.stubEnv("WEBHOOK_ALLOW_INSECURE", undefined);
+    const receiver = http.createServer((_, response) => response.end("thanks"));
+    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(receiver.address() as net.AddressInfo).port}/hooks`;
+      expect(endpointUrlSchema.safeParse(url).success).toBe(true);
+      expect(endpointUrlSchema.safeParse("http://localhost:4000/hooks").success).toBe(true);
+      expect(await postOnce(url, "{}", {}, { timeoutMs: 5000 })).toMatchObject({ ok: true, status: 200 });
+      expect(endpointUrlSchema.safeParse("http://example.com/hooks").success).toBe(false);
+      expect(endpointUrlSchema.safeParse("https://169.254.169.254/").success).toBe(false);
+    } finally {
+      await new Promise((resolve) => receiver.close(resolve));
+    }
+  });
+
+  it("refuses them in production, as before", async () => {
+    vi.stubEnv("NODE_ENV", "production");
+    vi.stubEnv("WEBHOOK_ALLOW_PRIVATE", undefined);
+    vi.stubEnv("WEBHOOK_ALLOW_INSECURE", undefined);
+    expect(endpointUrlSchema.safeParse("http://127.0.0.1:4000/hooks").error?.issues[0]?.message).toBe(
+      "Use an https:// URL: events carry your order data.",
+    );
+    expect(endpointUrlSchema.safeParse("https://127.0.0.1:4000/hooks").success).toBe(false);
+    expect(await postOnce("http://127.0.0.1:9/hooks", "{}", {}, { timeoutMs: 1000 })).toMatchObject({
+      ok: false,
+      error: "127.0.0.1 is a private or reserved address",
+    });
   });
 });

@@ -10,7 +10,8 @@ import { TEST_AUTH_SECRET } from "../helpers/server";
 import { startReceiver } from "./receiver";
 
 /**
- * Deliveries over the wire without WEBHOOK_ALLOW_PRIVATE. Every packet stays on loopback: the
+ * Deliveries over the wire with WEBHOOK_ALLOW_PRIVATE=false (the production default; outside
+ * production private receivers are allowed unless it says so). Every packet stays on loopback: the
  * receivers are loopback addresses, which is exactly what must be refused.
  */
 let env: TestEnvironment;
@@ -18,6 +19,7 @@ beforeAll(async () => {
   env = await createTestEnvironment("webhooks_ssrf");
   process.env.AUTH_SECRET = TEST_AUTH_SECRET;
   process.env.WEBHOOK_ALLOW_INSECURE = "true";
+  process.env.WEBHOOK_ALLOW_PRIVATE = "false";
 });
 afterAll(async () => {
   await closeJobQueue();
@@ -32,7 +34,7 @@ async function messageTo(url: string) {
     const { id } = await createEndpoint({ buyerId: account.id, url, events: ["order.delivered"] });
     return await sendTestEvent(account.id, id);
   } finally {
-    delete process.env.WEBHOOK_ALLOW_PRIVATE;
+    process.env.WEBHOOK_ALLOW_PRIVATE = "false";
   }
 }
 
@@ -113,7 +115,7 @@ describe("webhook deliveries never reach private addresses", () => {
       }
       expect(endpointUrlSchema.safeParse("https://10.0.0.1/").success).toBe(true);
     } finally {
-      delete process.env.WEBHOOK_ALLOW_PRIVATE;
+      process.env.WEBHOOK_ALLOW_PRIVATE = "false";
     }
   });
 });

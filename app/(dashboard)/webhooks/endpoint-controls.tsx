@@ -36,7 +36,7 @@ function SecretDialog({ shown, onClose }: { shown?: { url: string; secret: strin
   );
 }
 
-export function AddEndpoint({ events }: { events: EventChoice[] }) {
+export function AddEndpoint({ events, localReceivers }: { events: EventChoice[]; localReceivers: boolean }) {
   const [open, setOpen] = useState(false);
   const [shown, setShown] = useState<{ url: string; secret: string }>();
   const { pending, error, run, clearError } = useAction();
@@ -75,7 +75,11 @@ export function AddEndpoint({ events }: { events: EventChoice[] }) {
               className={inputClass}
               placeholder="https://example.com/webhooks/dataset-access"
             />
-            <p className="text-xs text-slate-600">HTTPS, reachable from the internet. We POST JSON to it.</p>
+            <p className="text-xs text-slate-600">
+              {localReceivers
+                ? "HTTPS, or http:// on this machine (development). We POST JSON to it."
+                : "HTTPS, reachable from the internet. We POST JSON to it."}
+            </p>
           </div>
           <fieldset className="space-y-2">
             <legend className="text-sm font-medium">Events</legend>

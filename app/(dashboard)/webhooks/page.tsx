@@ -5,6 +5,7 @@ import { requireBuyer } from "@/lib/auth/session";
 import { formatDate } from "@/lib/format";
 import { listEndpoints, type EndpointMessageView } from "@/lib/webhooks/endpoints";
 import { WEBHOOK_EVENT_DESCRIPTIONS, WEBHOOK_EVENT_TYPES } from "@/lib/webhooks/events";
+import { insecureLoopbackAllowed, privateAddressesAllowed } from "@/lib/webhooks/ssrf";
 import { AddEndpoint, EndpointActions, ResendButton } from "./endpoint-controls";
 
 export const metadata: Metadata = { title: "Webhooks" };
@@ -14,6 +15,7 @@ const STATUS_TONE = { pending: "amber", delivered: "green", failed: "red" } as c
 export default async function WebhooksPage() {
   const buyer = await requireBuyer("/webhooks");
   const endpoints = await listEndpoints(buyer.id);
+  const localReceivers = insecureLoopbackAllowed() && privateAddressesAllowed();
   return (
     <div className="space-y-8">
       <header className="space-y-3">
@@ -32,7 +34,15 @@ export default async function WebhooksPage() {
           </Link>{" "}
           for the bodies and how to verify them.
         </p>
+        {localReceivers && (
+          <p className="max-w-2xl text-sm text-slate-600" data-testid="local-receivers">
+            This server also accepts receivers on its own machine and network, such as{" "}
+            <code>http://127.0.0.1:4000/hooks</code>, to try webhooks while developing. In production only public{" "}
+            <code>https://</code> receivers are accepted.
+          </p>
+        )}
         <AddEndpoint
+          localReceivers={localReceivers}
           events={WEBHOOK_EVENT_TYPES.filter((type) => type !== "webhook.test").map((type) => ({
             type,
             description: WEBHOOK_EVENT_DESCRIPTIONS[type],
