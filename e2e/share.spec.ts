@@ -81,8 +81,10 @@ test("a share link opens one order to anyone, and nothing else, until it is revo
 test("the getting-started page shows how to call the API", async ({ page }) => {
   await page.goto("/getting-started");
   await expect(page.getByRole("heading", { name: "Getting started with the API" })).toBeVisible();
-  // The download step (the formats step shows a second curl -L -OJ).
-  await expect(page.getByText(/curl -L -OJ -H "Authorization: Bearer \$DATASET_ACCESS_KEY"/).first()).toBeVisible();
+  // The download step (the formats step shows a second curl --fail -L -OJ).
+  await expect(
+    page.getByText(/curl --fail -L -OJ -H "Authorization: Bearer \$DATASET_ACCESS_KEY"/).first(),
+  ).toBeVisible();
   await page.getByRole("link", { name: "API reference" }).last().click();
   await expect(page).toHaveURL(/\/docs\/api$/);
   await screenshot(page, "getting-started-api-reference");

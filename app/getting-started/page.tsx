@@ -3,21 +3,30 @@ import Link from "next/link";
 import type { ReactNode } from "react";
 import { CodeBlock } from "@/components/code-block";
 import { linkClass } from "@/components/ui";
+import { buildOpenApiDocument } from "@/lib/api/openapi";
 import {
   clientSyncCommands,
+  CURL,
   downloadFileCommand,
+  downloadFormatCommand,
   exportKeyCommand,
   listOrdersCommand,
   readOrderCommand,
+  type ExampleIds,
 } from "@/lib/docs/commands";
+import { apiExamples } from "@/lib/docs/examples";
+import type { OpenApiDocument } from "@/lib/docs/reference";
 import { SHARING_PATH, SHARING_PROFILE_FILE_NAME } from "@/lib/sharing/profile";
 import { siteOrigin } from "@/lib/site";
 
 export const metadata: Metadata = { title: "Getting started" };
 
 /** Delta Sharing: the tools data teams already have, reading orders with the profile file. */
-function deltaSharingStep(origin: string): { id: string; title: string; body: ReactNode; code: string } {
-  const table = `${SHARING_PROFILE_FILE_NAME}#orders.ord_....products`;
+function deltaSharingStep(
+  origin: string,
+  { orderId }: ExampleIds,
+): { id: string; title: string; body: ReactNode; code: string } {
+  const table = `${SHARING_PROFILE_FILE_NAME}#orders.${orderId}.products`;
   return {
     id: "delta-sharing",
     title: "8. Read orders from pandas, Spark or Power BI",
@@ -43,6 +52,10 @@ function deltaSharingStep(origin: string): { id: string; title: string; body: Re
 
 export default async function GettingStartedPage() {
   const origin = await siteOrigin();
+  // The API reference's ids (the demo account's where it is loaded), so both pages show the same working commands.
+  const { ids, downloadFile } = await apiExamples(
+    buildOpenApiDocument(`${origin}/api/v1`) as unknown as OpenApiDocument,
+  );
   const steps: { id?: string; title: string; body: ReactNode; code: string }[] = [
     {
       title: "1. Create a key",
@@ -88,7 +101,7 @@ export default async function GettingStartedPage() {
       body: (
         <>Its status and its files (name, size, type, SHA-256). Files are downloadable only while it is delivered.</>
       ),
-      code: readOrderCommand(origin),
+      code: readOrderCommand(origin, ids),
     },
     {
       title: "5. Download a file",
@@ -98,7 +111,7 @@ export default async function GettingStartedPage() {
           Resume a broken download with <code>-C -</code>, and check the SHA-256 against the order&apos;s file list.
         </>
       ),
-      code: `${downloadFileCommand(origin)}\nsha256sum products.csv`,
+      code: `${downloadFileCommand(origin, ids)}\nsha256sum ${downloadFile.fileName}`,
     },
     {
       title: "6. Look inside before you download",
@@ -113,7 +126,7 @@ export default async function GettingStartedPage() {
           .
         </>
       ),
-      code: `curl -H "Authorization: Bearer $DATASET_ACCESS_KEY" \\\n  "${origin}/api/v1/orders/ord_.../files/fil_.../preview?limit=5"`,
+      code: `${CURL} -H "Authorization: Bearer $DATASET_ACCESS_KEY" \\\n  "${origin}/api/v1/orders/${ids.orderId}/files/${ids.fileId}/preview?limit=5"`,
     },
     {
       title: "7. Get the data as Parquet, CSV or JSON Lines",
@@ -126,14 +139,13 @@ export default async function GettingStartedPage() {
         </>
       ),
       code: [
-        `curl -L -OJ -H "Authorization: Bearer $DATASET_ACCESS_KEY" \\`,
-        `  "${origin}/api/v1/orders/ord_.../files/fil_...?format=parquet"`,
-        `python3 dataset_access.py download ord_... fil_... --format parquet`,
-        `# pandas: df = dataset_access.Client().read_pandas("ord_...", "fil_...")`,
+        downloadFormatCommand(origin, ids),
+        `python3 dataset_access.py download ${ids.orderId} ${ids.fileId} --format parquet`,
+        `# pandas: df = dataset_access.Client().read_pandas("${ids.orderId}", "${ids.fileId}")`,
         `# DuckDB: duckdb.sql("SELECT * FROM 'products.parquet'").df()`,
       ].join("\n"),
     },
-    deltaSharingStep(origin),
+    deltaSharingStep(origin, ids),
   ];
   return (
     <article className="space-y-8">

@@ -26,19 +26,45 @@ export const exportKeyCommand = `export ${KEY_VARIABLE}=dak_...   # the secret, 
 
 const bearer = `-H "Authorization: Bearer $${KEY_VARIABLE}"`;
 
+/**
+ * Every curl example starts so: --fail makes an error answer (4xx, 5xx) exit non-zero instead of landing in the
+ * output or in a file named after the URL.
+ */
+export const CURL = "curl --fail";
+
+/**
+ * A format download (or a change file) answers 202 while it is made, which curl --fail cannot tell from the file: it
+ * saves the small JSON answer under the URL's name and exits 0. Shown beside every such example.
+ */
+export const RETRY_ON_202_NOTE =
+  "# 202 = still being made: curl saved that JSON answer, not the data. Run it again after Retry-After seconds.";
+
+/** The ids an example shows: the reader's own where the page knows them, else placeholders. */
+export type ExampleIds = { orderId: string; fileId: string };
+export const PLACEHOLDER_IDS: ExampleIds = { orderId: "ord_...", fileId: "fil_..." };
+
 /** The first page of orders, newest first. */
 export function listOrdersCommand(origin: string): string {
-  return `curl ${bearer} \\\n  "${origin}/api/v1/orders?limit=50&offset=0"`;
+  return `${CURL} ${bearer} \\\n  "${origin}/api/v1/orders?limit=50&offset=0"`;
 }
 
 /** One order, with its files. */
-export function readOrderCommand(origin: string): string {
-  return `curl ${bearer} \\\n  ${origin}/api/v1/orders/ord_...`;
+export function readOrderCommand(origin: string, { orderId } = PLACEHOLDER_IDS): string {
+  return `${CURL} ${bearer} \\\n  ${origin}/api/v1/orders/${orderId}`;
 }
 
 /** One file: the API redirects to a signed link, so curl follows it (-L) and keeps the server's name (-OJ). */
-export function downloadFileCommand(origin: string): string {
-  return `curl -L -OJ ${bearer} \\\n  ${origin}/api/v1/orders/ord_.../files/fil_...`;
+export function downloadFileCommand(origin: string, { orderId, fileId } = PLACEHOLDER_IDS): string {
+  return `${CURL} -L -OJ ${bearer} \\\n  ${origin}/api/v1/orders/${orderId}/files/${fileId}`;
+}
+
+/** The same file in another format, with what a 202 means. */
+export function downloadFormatCommand(
+  origin: string,
+  { orderId, fileId } = PLACEHOLDER_IDS,
+  format = "parquet",
+): string {
+  return `${CURL} -L -OJ ${bearer} \\\n  "${origin}/api/v1/orders/${orderId}/files/${fileId}?format=${format}"\n${RETRY_ON_202_NOTE}`;
 }
 
 /** Every delivered order into ./datasets with either client. */
@@ -46,7 +72,7 @@ export function clientSyncCommands(origin: string): string {
   return [
     `export DATASET_ACCESS_URL=${origin}`,
     `# Python 3.9+, nothing to install:`,
-    `curl --fail -O ${origin}/clients/dataset_access.py`,
+    `${CURL} -O ${origin}/clients/dataset_access.py`,
     `python3 dataset_access.py sync --dir ./datasets`,
     `# Node.js 20+: the client package from this site (never from a registry by name):`,
     `npm install ${origin}/clients/dataset-access-client.tgz`,

@@ -2,6 +2,7 @@ import { DOWNLOAD_LINK_TTL_SECONDS } from "../contract";
 import { db } from "../db/client";
 import { filePreview } from "../datasets/access";
 import { orderJson, orderPageJson } from "../orders/queries";
+import type { ExampleIds } from "./commands";
 import type { OpenApiDocument } from "./reference";
 import { exampleOf } from "./reference";
 
@@ -12,6 +13,8 @@ export const DEMO_EMAIL = "demo@example.com";
 export type ApiExamples = {
   /** "demo": real ids and bodies of the demo account, so the examples work with a key of it. */
   source: "demo" | "schema";
+  /** The order and file the examples use, for pages that show commands (the getting-started page). */
+  ids: ExampleIds;
   listOrders: { path: string; body: string };
   getOrder: { path: string; body: string };
   downloadFile: { path: string; fileName: string };
@@ -52,6 +55,7 @@ async function demoExamples(): Promise<ApiExamples | undefined> {
   const file = delivered.files[0]!;
   return {
     source: "demo",
+    ids: { orderId: delivered.id, fileId: file.id },
     listOrders: { path: "/orders?limit=2", body: pretty(await orderPageJson(buyer.id, { limit: 2, offset: 0 })) },
     getOrder: { path: `/orders/${delivered.id}`, body: pretty(await orderJson(buyer.id, delivered.id)) },
     downloadFile: { path: `/orders/${delivered.id}/files/${file.id}`, fileName: file.name },
@@ -77,6 +81,7 @@ function schemaExamples(document: OpenApiDocument): ApiExamples {
   const profile = exampleOf(document, schemas.SocialProfile) as { platform: string; handle: string };
   return {
     source: "schema",
+    ids: { orderId: order.id, fileId: order.files[0]!.id },
     listOrders: { path: "/orders?limit=2", body: pretty(exampleOf(document, schemas.OrderPage)) },
     getOrder: { path: `/orders/${order.id}`, body: pretty(order) },
     downloadFile: { path: `/orders/${order.id}/files/${order.files[0]!.id}`, fileName: order.files[0]!.name },

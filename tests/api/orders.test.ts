@@ -258,7 +258,7 @@ describe("the API reference page", () => {
     expect(response.status).toBe(200);
     const html = await response.text();
     for (const { code } of apiErrorCatalog()) expect(html).toContain(`id="error-${code}"`);
-    expect(html).toContain("curl -L");
+    expect(html).toContain("curl --fail -L");
     expect(html).toContain(`${server.url}/api/v1/orders`);
   });
 });

@@ -1,12 +1,15 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   clientSyncCommands,
   DEVELOPMENT_ORIGIN,
   downloadFileCommand,
+  downloadFormatCommand,
   exportKeyCommand,
   listOrdersCommand,
   readOrderCommand,
+  RETRY_ON_202_NOTE,
   SETUP_COMMANDS,
 } from "@/lib/docs/commands";
 
@@ -50,5 +53,59 @@ describe("the commands shown in the docs are the getting-started page's", () => 
   it("CI runs the test command the README gives", () => {
     // The command itself, after any environment assignments (the database URLs CI sets).
     expect(read(".ci/run")).toMatch(new RegExp(`^(\\w+=\\S+\\s+)*${escape(SETUP_COMMANDS.test)}$`, "m"));
+  });
+});
+
+/** Every file under `dir` (recursively) whose name ends with one of `extensions`. */
+function filesUnder(dir: string, extensions: string[]): string[] {
+  return readdirSync(dir, { recursive: true, encoding: "utf8" })
+    .filter((name) => extensions.some((extension) => name.endsWith(extension)))
+    .map((name) => path.join(dir, name));
+}
+
+/** The lines of the fenced code blocks of a Markdown file. */
+function codeLines(markdown: string): string[] {
+  let inBlock = false;
+  return markdown.split("\n").filter((line) => {
+    if (line.startsWith("```")) return void (inBlock = !inBlock);
+    return inBlock;
+  });
+}
+
+// Issue #39: `curl -L -OJ` saved an error's (or a 202's) JSON as the file and exited 0.
+describe("every curl example fails on an error answer and says what a 202 means", () => {
+  // A command, not the word: curl followed by an option, a variable or a URL.
+  const curlWithoutFail = /(^|[\s`"'(|;&])curl (?!--fail\b)(-|\$|"|https?:)/;
+  const markdown = ["README.md", ...filesUnder("docs", [".md"])];
+  const pages = [...filesUnder("app", [".tsx", ".ts"]), ...filesUnder("components", [".tsx"]), "lib/docs/commands.ts"];
+
+  it.each(markdown)("%s: every curl in a code block uses --fail", (file) => {
+    const offending = codeLines(read(file)).filter((line) => curlWithoutFail.test(line));
+    expect(offending).toEqual([]);
+  });
+
+  it("the pages' curl commands use --fail", () => {
+    const offending = pages.flatMap((file) =>
+      read(file)
+        .split("\n")
+        .filter((line) => curlWithoutFail.test(line) && !/^\s*(\/\/|\*|\/\*)/.test(line))
+        .map((line) => `${file}: ${line.trim()}`),
+    );
+    expect(offending).toEqual([]);
+  });
+
+  it("a format download is followed by the note on 202", () => {
+    expect(downloadFormatCommand(DEVELOPMENT_ORIGIN)).toMatch(/--fail -L -OJ[\s\S]*\?format=parquet"\n# 202/);
+    for (const file of [...pages, ...markdown]) {
+      const lines = read(file).split("\n");
+      lines.forEach((line, index) => {
+        if (/curl\b.*|CURL/.test(line) && /[?&]format=/.test(`${line}${lines[index + 1] ?? ""}`)) {
+          const near = lines.slice(index, index + 4).join("\n");
+          expect(near.includes("RETRY_ON_202_NOTE") || near.includes(RETRY_ON_202_NOTE), `${file}:${index + 1}`).toBe(
+            true,
+          );
+        }
+      });
+    }
   });
 });

@@ -15,6 +15,7 @@ import {
   type OpenApiDocument,
   type TypeLabel,
 } from "@/lib/docs/reference";
+import { CURL, RETRY_ON_202_NOTE } from "@/lib/docs/commands";
 import { siteOrigin } from "@/lib/site";
 import { SOCIAL_PLATFORMS } from "@/lib/social/platforms";
 import { WEBHOOK_EVENT_DESCRIPTIONS, WEBHOOK_EVENT_TYPES } from "@/lib/webhooks/events";
@@ -23,7 +24,7 @@ export const metadata: Metadata = { title: "API reference" };
 export const dynamic = "force-dynamic";
 
 /** A curl command, one option per line so that it reads (and fits) on a narrow screen. */
-const curl = (first: string, ...rest: string[]) => [`curl ${first}`, ...rest].join(" \\\n  ");
+const curl = (first: string, ...rest: string[]) => [`${CURL} ${first}`, ...rest].join(" \\\n  ");
 const AUTH = `-H "Authorization: Bearer $DATASET_ACCESS_KEY"`;
 
 /** Rendered from the same OpenAPI document as /api/v1/openapi.json, so the two cannot disagree. */
@@ -245,6 +246,7 @@ function exampleFor(id: string, examples: ApiExamples, api: string): Example | u
           curl("-L -C -", `-o ${examples.downloadFile.fileName}`, AUTH, `${api}${examples.downloadFile.path}`),
           "# the same data as Parquet (or csv, jsonl): 202 with Retry-After while it is made, then the same 302",
           curl("-L -OJ", AUTH, `"${api}${examples.downloadFile.path}?format=parquet"`),
+          RETRY_ON_202_NOTE,
         ].join("\n"),
         response: `HTTP/1.1 302 Found\nLocation: ${exampleSignedLink(api.replace(/\/api\/v1$/, ""))}\nCache-Control: private, no-store`,
         responseLabel: "302 response (headers)",
