@@ -149,6 +149,23 @@ export async function disconnectDb(): Promise<void> {
   await dropProcessSingleton<pg.Pool>(POOL)?.end();
 }
 
+/**
+ * Runs `task` while holding a session-level advisory lock, on a connection of its own (not the
+ * pool's, which `task` may need all of): other processes asking for the same key wait their turn.
+ * Ending the session releases the lock whatever happens to `task`.
+ */
+export async function withAdvisoryLock<T>(key: number, task: () => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: databaseUrl() });
+  client.on("error", () => {}); // a dropped session fails the query below, not the process
+  await client.connect();
+  try {
+    await client.query("SELECT pg_advisory_lock($1)", [key]);
+    return await task();
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
 /** The URL the app connects to. The launcher sets it for the embedded default. */
 function databaseUrl(): string {
   const url = process.env.DATABASE_URL;

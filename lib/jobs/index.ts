@@ -1,5 +1,5 @@
 import PgBoss from "pg-boss";
-import { db, poolQuery, type Prisma } from "../db/client";
+import { db, poolQuery, withAdvisoryLock, type Prisma } from "../db/client";
 import { errorFields, logger } from "../log";
 import { dropProcessSingleton, processSingleton } from "../singleton";
 
@@ -78,6 +78,8 @@ const QUEUE_OPTIONS: Record<QueueName, PgBoss.Queue> = {
 };
 
 const START_ATTEMPTS = 5;
+/** The advisory lock processes take in turn to start pg-boss (any number unused elsewhere; Prisma Migrate's differs). */
+const QUEUE_START_LOCK = 0x6a6f6273; // "jobs"
 
 async function startBoss(options: PgBoss.ConstructorOptions): Promise<PgBoss> {
   for (let attempt = 1; ; attempt++) {
@@ -85,18 +87,19 @@ async function startBoss(options: PgBoss.ConstructorOptions): Promise<PgBoss> {
     const boss = new PgBoss({ db: { executeSql: poolQuery }, ...options });
     boss.on("error", (error) => logger().error({ ...errorFields(error) }, "job queue error"));
     try {
-      await boss.start();
-      // Only the queues not there yet: creating one takes locks that deadlock between instances
-      // creating the same queues at once (the loser is tried again below).
-      const existing = new Set((await boss.getQueues()).map((queue: { name: string }) => queue.name));
-      for (const queue of Object.values(QUEUE_OPTIONS)) {
-        if (!existing.has(queue.name)) await boss.createQueue(queue.name, queue);
-      }
+      // Processes starting together on a new database all install pg-boss's schema and queues, and
+      // those statements deadlocked between them ("deadlock detected", issue #39): one at a time.
+      await withAdvisoryLock(QUEUE_START_LOCK, async () => {
+        await boss.start();
+        const existing = new Set((await boss.getQueues()).map((queue: { name: string }) => queue.name));
+        for (const queue of Object.values(QUEUE_OPTIONS)) {
+          if (!existing.has(queue.name)) await boss.createQueue(queue.name, queue);
+        }
+      });
       return boss;
     } catch (error) {
       await boss.stop({ graceful: false, close: false }).catch(() => {});
-      // Instances starting together on a new database all install pg-boss's schema and queues: its
-      // lock lets one through and the others fail ("already exists", a deadlock). Try again, apart.
+      // A dropped connection or a database restarting: tried again, apart.
       if (attempt >= START_ATTEMPTS) throw error;
       logger().warn({ ...errorFields(error) }, "job queue: start failed, trying again");
       await new Promise((resolve) => setTimeout(resolve, 250 * attempt + Math.random() * 250));
