@@ -8,6 +8,8 @@ export default defineConfig({
     // The fault-injection suite runs on its own: npm run test:faults (vitest.faults.config.ts).
     exclude: ["tests/faults/**", "**/node_modules/**"],
     globalSetup: ["tests/global-setup.ts"],
+    // Logs go to a file per test file, printed when a test fails (tests/helpers/test-log.ts).
+    setupFiles: ["tests/helpers/test-log.ts"],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: "forks",

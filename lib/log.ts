@@ -36,7 +36,8 @@ export function logger(): Logger {
   );
 }
 
-const role = () => processSingleton("log:role", () => ({ batched: false, stderr: false }));
+const role = () =>
+  processSingleton("log:role", () => ({ batched: false, stderr: false, file: undefined as string | undefined }));
 
 /**
  * Called by the app server before it logs anything: its log (a line per request) is written in
@@ -54,8 +55,21 @@ export function logToStderr(): void {
   role().stderr = true;
 }
 
+/**
+ * Called by the tests before anything is logged (tests/helpers/test-log.ts): the code they run in their own process
+ * logs to this file, which is printed when a test fails, instead of among the test runner's output.
+ */
+export function logToFile(file: string): void {
+  role().file = file;
+}
+
+/** The file this process logs to, if logToFile was called. */
+export const logFile = (): string | undefined => role().file;
+
 /** Stdout: batched in the app server, else pino's default (a synchronous write per line); stderr for the CLI. */
 function logDestination() {
+  const { file } = role();
+  if (file) return pino.destination({ dest: file, sync: true, append: true, mkdir: true });
   if (role().stderr) return pino.destination({ dest: 2, sync: true });
   return role().batched ? pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 250 }) : undefined;
 }

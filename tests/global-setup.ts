@@ -1,3 +1,4 @@
+import path from "node:path";
 import type { TestProject } from "vitest/node";
 import { buildProductionServer, openTestDatabaseServer } from "./helpers/database-server";
 import { startTestS3 } from "./helpers/s3";
@@ -6,12 +7,16 @@ declare module "vitest" {
   export interface ProvidedContext {
     /** A PostgreSQL server on which tests create their own databases. */
     databaseServerUrl: string;
+    /** This run's directory of log files, one per test file (tests/helpers/test-log.ts). */
+    testLogDir: string;
     /** With STORAGE_DRIVER=s3 and no S3_ENDPOINT: the settings of the tests' own S3-compatible store. */
     storageEnv: Record<string, string>;
   }
 }
 
 export default async function setup(project: TestProject) {
+  const logDir = path.resolve("test-results/logs", new Date().toISOString().replace(/[:.]/g, "-"));
+  project.provide("testLogDir", logDir);
   buildProductionServer();
   const server = await openTestDatabaseServer();
   project.provide("databaseServerUrl", server.url);
@@ -19,6 +24,7 @@ export default async function setup(project: TestProject) {
   const s3 = process.env.STORAGE_DRIVER === "s3" && !process.env.S3_ENDPOINT ? await startTestS3() : undefined;
   project.provide("storageEnv", s3?.env ?? {});
   return async () => {
+    console.log(`Logs of this run (printed above only for failed tests): ${logDir}`);
     await server.stop();
     await s3?.stop();
   };

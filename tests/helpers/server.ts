@@ -19,6 +19,13 @@ export type TestServer = {
   pid?: number;
 };
 
+let outputCopy: ((chunk: Buffer) => void) | undefined;
+
+/** Where every server started from now on also writes its output (the test file's log: tests/helpers/test-log.ts). */
+export function copyServerOutputTo(sink: (chunk: Buffer) => void): void {
+  outputCopy = sink;
+}
+
 /**
  * Starts the production server the way users do (`scripts/serve.ts start`, i.e. `npm start`)
  * on a free port, against the given database, and waits until `readyPath` answers. `mode: "dev"`
@@ -52,8 +59,12 @@ export async function startServer(options: {
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
-  child.stdout?.on("data", (chunk) => (output += chunk));
-  child.stderr?.on("data", (chunk) => (output += chunk));
+  const record = (chunk: Buffer) => {
+    output += chunk;
+    outputCopy?.(chunk);
+  };
+  child.stdout?.on("data", record);
+  child.stderr?.on("data", record);
   // The development server compiles each route on its first request.
   await waitUntilReady(
     `${url}${options.readyPath ?? "/api/health"}`,
