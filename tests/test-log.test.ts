@@ -25,14 +25,17 @@ it("fails", () => { logger().warn("logged by the failing test"); expect(1).toBe(
   await writeFile(
     config,
     `import base from "../../vitest.config.ts";
-export default { ...base, test: { ...base.test, include: [${JSON.stringify(path.join(dir, "*.test.ts"))}] } };
+const include = [${JSON.stringify(path.join(dir, "*.test.ts"))}];
+// No database or build: only the log setup (tests/helpers/test-log.ts), given its directory here.
+const provide = { testLogDir: ${JSON.stringify(path.join(dir, "logs"))} };
+export default { ...base, test: { ...base.test, include, globalSetup: [], provide } };
 `,
   );
   const run = await promisify(execFile)(
     process.execPath,
     ["node_modules/vitest/vitest.mjs", "run", "--config", config],
     {
-      env: { ...process.env, TEST_SKIP_BUILD: "1", NO_COLOR: "1" },
+      env: { ...process.env, NO_COLOR: "1" },
     },
   ).then(
     () => ({ stdout: "", stderr: "", failed: false }),
