@@ -26,26 +26,31 @@ export default async function ExportsPage() {
   const delivered = orders.filter((order) => order.status === "delivered");
   const orderName = new Map(orders.map((order) => [order.id, order.name]));
   return (
-    <div className="space-y-8">
-      <header className="space-y-3">
-        <h1 id="exports-heading" tabIndex={-1} className="text-2xl font-bold tracking-tight focus:outline-none">
-          Exports
-        </h1>
-        <p className="max-w-2xl text-slate-600">
-          Have every delivered order, and every new version of its tables, copied into your own S3 bucket, Azure
-          container or SFTP directory. Each file is checked by its SHA-256, files already there are skipped, and{" "}
-          <code>_manifest.json</code> is written last so your pipeline can wait for it. Failed copies are retried for
-          over 24 hours. Runs are also in the API (<code>GET /api/v1/exports</code>) and can be sent as{" "}
-          <Link href="/webhooks" className={linkClass}>
-            webhook events
-          </Link>
-          .
-        </p>
+    <div className="space-y-6">
+      <header className="flex flex-wrap items-end justify-between gap-4">
+        <div className="space-y-2">
+          <h1 id="exports-heading" tabIndex={-1} className="text-2xl font-bold tracking-tight focus:outline-none">
+            Exports
+          </h1>
+          <p className="max-w-2xl text-slate-600">
+            Have every delivered order, and every new version of its tables, copied into your own S3 bucket, Azure
+            container or SFTP directory. Each file is checked by its SHA-256, files already there are skipped, and{" "}
+            <code>_manifest.json</code> is written last so your pipeline can wait for it. Failed copies are retried for
+            over 24 hours. Runs are also in the API (<code>GET /api/v1/exports</code>) and can be sent as{" "}
+            <Link href="/webhooks" className={linkClass}>
+              webhook events
+            </Link>
+            .
+          </p>
+        </div>
         <DestinationForm orders={orders} defaultTemplate={DEFAULT_KEY_TEMPLATE} />
       </header>
       {destinations.length === 0 && (
-        <p className="text-slate-600" data-testid="no-destinations">
-          No destinations yet.
+        <p
+          className="rounded-lg border border-dashed border-slate-300 bg-white p-8 text-center text-slate-600"
+          data-testid="no-destinations"
+        >
+          No destinations yet. Add one to have your orders copied into your own storage.
         </p>
       )}
       {destinations.map((destination, index) => (
