@@ -49,6 +49,23 @@ export const SECURITY_EVENT_LABELS: Record<SecurityEventKind, string> = {
   export_destination_deleted: "Export destination deleted",
 };
 
+/** The kinds by what they are about: the Security log's intro names each group and its filter offers them so. */
+export const SECURITY_EVENT_GROUPS: readonly { name: string; kinds: readonly SecurityEventKind[] }[] = [
+  { name: "Sign-ins", kinds: ["sign_in", "sign_in_link_refused"] },
+  { name: "API keys", kinds: ["key_created", "key_replaced", "key_revoked", "key_expired"] },
+  { name: "Share links", kinds: ["share_created", "share_opened", "share_revoked"] },
+  { name: "Webhook endpoints", kinds: ["webhook_created", "webhook_changed", "webhook_deleted"] },
+  {
+    name: "Export destinations",
+    kinds: [
+      "export_destination_created",
+      "export_destination_changed",
+      "export_destination_tested",
+      "export_destination_deleted",
+    ],
+  },
+];
+
 export type Actor = { actor: "session" | "operator" | "system"; ip?: string | null };
 export const OPERATOR: Actor = { actor: "operator" };
 

@@ -24,6 +24,14 @@ export const WEBHOOK_EVENT_DESCRIPTIONS: Record<WebhookEventType, string> = {
   "webhook.test": "Sent when you press “Send test event” (always delivered to that endpoint).",
 };
 
+/** The events an endpoint can choose, by what they are about: the Webhooks page's intro names each group. */
+export const WEBHOOK_EVENT_GROUPS: readonly { when: string; events: readonly WebhookEventType[] }[] = [
+  { when: "an order is delivered or refunded", events: ["order.delivered", "order.refunded"] },
+  { when: "a table gets a new version", events: ["table.updated"] },
+  { when: "an API key is about to expire or has expired", events: ["key.expiring", "key.expired"] },
+  { when: "an export run completes or fails", events: ["export.completed", "export.failed"] },
+];
+
 export const webhookEventTypeSchema = z.enum(WEBHOOK_EVENT_TYPES, {
   error: `Events are ${WEBHOOK_EVENT_TYPES.join(", ")}.`,
 });

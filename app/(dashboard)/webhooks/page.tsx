@@ -3,6 +3,7 @@ import Link from "next/link";
 import { Badge, linkClass } from "@/components/ui";
 import { requireBuyer } from "@/lib/auth/session";
 import { formatDate } from "@/lib/format";
+import { WEBHOOKS_INTRO } from "@/lib/page-intros";
 import { listEndpoints, type EndpointMessageView } from "@/lib/webhooks/endpoints";
 import { WEBHOOK_EVENT_DESCRIPTIONS, WEBHOOK_EVENT_TYPES } from "@/lib/webhooks/events";
 import { insecureLoopbackAllowed, privateAddressesAllowed } from "@/lib/webhooks/ssrf";
@@ -17,30 +18,31 @@ export default async function WebhooksPage() {
   const endpoints = await listEndpoints(buyer.id);
   const localReceivers = insecureLoopbackAllowed() && privateAddressesAllowed();
   return (
-    <div className="space-y-8">
-      <header className="space-y-3">
-        <h1 id="webhooks-heading" tabIndex={-1} className="text-2xl font-bold tracking-tight focus:outline-none">
-          Webhooks
-        </h1>
-        <p className="max-w-2xl text-slate-600">
-          We POST an event to your endpoints when an order is delivered or refunded and when an API key is about to
-          expire, so your backend need not poll. Each message is signed per{" "}
-          <a className={linkClass} href="https://www.standardwebhooks.com/">
-            Standard Webhooks
-          </a>{" "}
-          and retried for over 24 hours until your endpoint answers 2xx. See the{" "}
-          <Link href="/docs/api#webhooks" className={linkClass}>
-            API reference
-          </Link>{" "}
-          for the bodies and how to verify them.
-        </p>
-        {localReceivers && (
-          <p className="max-w-2xl text-sm text-slate-600" data-testid="local-receivers">
-            This server also accepts receivers on its own machine and network, such as{" "}
-            <code>http://127.0.0.1:4000/hooks</code>, to try webhooks while developing. In production only public{" "}
-            <code>https://</code> receivers are accepted.
+    <div className="space-y-6">
+      <header className="flex flex-wrap items-end justify-between gap-4">
+        <div className="space-y-2">
+          <h1 id="webhooks-heading" tabIndex={-1} className="text-2xl font-bold tracking-tight focus:outline-none">
+            Webhooks
+          </h1>
+          <p className="max-w-2xl text-slate-600">
+            {WEBHOOKS_INTRO} Each message is signed per{" "}
+            <a className={linkClass} href="https://www.standardwebhooks.com/">
+              Standard Webhooks
+            </a>{" "}
+            and retried for over 24 hours until your endpoint answers 2xx. See the{" "}
+            <Link href="/docs/api#webhooks" className={linkClass}>
+              API reference
+            </Link>{" "}
+            for the bodies and how to verify them.
           </p>
-        )}
+          {localReceivers && (
+            <p className="max-w-2xl text-sm text-slate-600" data-testid="local-receivers">
+              This server also accepts receivers on its own machine and network, such as{" "}
+              <code>http://127.0.0.1:4000/hooks</code>, to try webhooks while developing. In production only public{" "}
+              <code>https://</code> receivers are accepted.
+            </p>
+          )}
+        </div>
         <AddEndpoint
           localReceivers={localReceivers}
           events={WEBHOOK_EVENT_TYPES.filter((type) => type !== "webhook.test").map((type) => ({
@@ -50,8 +52,11 @@ export default async function WebhooksPage() {
         />
       </header>
       {endpoints.length === 0 && (
-        <p className="text-slate-600" data-testid="no-endpoints">
-          No endpoints yet.
+        <p
+          className="rounded-lg border border-dashed border-slate-300 bg-white p-8 text-center text-slate-600"
+          data-testid="no-endpoints"
+        >
+          No endpoints yet. Add one to be told when your orders change.
         </p>
       )}
       {endpoints.map((endpoint) => (
