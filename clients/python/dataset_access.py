@@ -396,7 +396,7 @@ class Client:
         ImportError naming what to install when pandas (or pyarrow) is missing, NoRenditionError for a
         binary file or one whose data could not be read.
         """
-        pandas = _import_pandas()
+        pandas = _import_pandas("read_pandas")
         order, file = self._order_and_file(order, file)
         with tempfile.TemporaryDirectory(prefix="dataset-access-") as directory:
             return self._read_file_frame(pandas, order, file, format, directory)
@@ -495,7 +495,7 @@ class Client:
         read_pandas reads a file (verified by its sha256; Parquet parts through their JSON Lines rendition
         when pyarrow is missing) and concatenated in name order. For an append table, the table as of that
         version: the parts of every kept version up to it."""
-        pandas = _import_pandas()
+        pandas = _import_pandas("read_table_pandas")
         if version is None:
             version = self.table(order_id, table)["version"]
             if version is None:
@@ -528,7 +528,7 @@ class Client:
         created_at, UTC), as Delta's change data feed has them. Parquet with pyarrow, else the change files'
         JSON Lines form. A version after `since_version` that was pruned raises DatasetAccessError
         (version_not_found): its changes cannot be had, read the table whole instead."""
-        pandas = _import_pandas()
+        pandas = _import_pandas("read_changes_pandas")
         current = self.table(order_id, table)["version"] or 0
         wanted = sorted((v for v in self.iter_versions(order_id, table) if v["version"] > since_version),
                         key=lambda v: v["version"])
@@ -937,18 +937,19 @@ def _deferring_pending(items, wait, fetch_one):
 
 # -- pandas -----------------------------------------------------------------------------------
 
-_PANDAS_MISSING = ("read_pandas needs pandas, which is not installed for this Python (%s): "
-                   "apt-get install python3-pandas (Debian, Ubuntu) or pip install pandas" % sys.executable)
+_PANDAS_MISSING = ("%s needs pandas, which is not installed for this Python (%s): "
+                   "apt-get install python3-pandas (Debian, Ubuntu) or pip install pandas")
 _PYARROW_MISSING = ("reading Parquet into pandas needs pyarrow, which is not installed for this Python: "
                     "pip install pyarrow; or read the file with format='jsonl' or format='csv'")
 
 
-def _import_pandas():
-    """pandas, imported only when asked for: the rest of this module needs nothing beyond the standard library."""
+def _import_pandas(method):
+    """pandas, imported only when asked for: the rest of this module needs nothing beyond the standard library.
+    `method` names the caller in the error (read_pandas, read_table_pandas, read_changes_pandas)."""
     try:
         import pandas
     except ImportError:
-        raise ImportError(_PANDAS_MISSING, name="pandas") from None
+        raise ImportError(_PANDAS_MISSING % (method, sys.executable), name="pandas") from None
     return pandas
 
 
@@ -1091,7 +1092,7 @@ def _settle_refunded(root, order, manifest, delete, refuse):
         refuse(order, None, str(error))
         return dict(summary, action="refused")
     if not os.path.isdir(order_dir):
-        return dict(summary, action="absent")
+        return dict(summary, action="never_downloaded")
     entry = manifest["orders"].get(order["id"])
     if not delete:
         if entry:
@@ -1328,20 +1329,34 @@ def _for_terminal(value):
     return escaped
 
 
+def _count_of(count, singular, plural=None):
+    """'1 delivered order', '2 delivered orders': a count with its noun as a person reads it."""
+    return "%d %s" % (count, singular if count == 1 else plural or singular + "s")
+
+
+# What became of a refunded order's copy here, in words a support person reads out.
+_REFUNDED_ACTION_TEXT = {
+    "kept": "kept (--delete removes it)",
+    "never_downloaded": "never downloaded here: nothing to remove",
+    "refused": "refused (its id is unsafe)",
+}
+
+
 def _refunded_outcome(refunded):
     if refunded["action"] != "deleted":
-        return refunded["action"]
+        return _REFUNDED_ACTION_TEXT[refunded["action"]]
     left = ", ".join(_for_terminal(name) for name in refunded["left"])
-    return "deleted %d files%s" % (len(refunded["deleted"]), left and "; left what this tool did not write: " + left)
+    return "deleted %s%s" % (_count_of(len(refunded["deleted"]), "file"),
+                             left and "; left what this tool did not write: " + left)
 
 
 def _print_sync_report(report):
     """The sync's report for a person: every server-supplied string escaped (see _for_terminal)."""
     f = report["files"]
     without = ", %d without a %s rendition" % (f["no_rendition"], report["format"]) if report["format"] else ""
-    print("%d delivered orders, %d files: %d downloaded, %d resumed, %d already there, %d failed, %d refused%s."
-          % (report["delivered"], f["total"], f["downloaded"], f["resumed"], f["skipped"], f["failed"], f["refused"],
-             without))
+    print("%s, %s: %d downloaded, %d resumed, %d already there, %d failed, %d refused%s."
+          % (_count_of(report["delivered"], "delivered order"), _count_of(f["total"], "file"), f["downloaded"],
+             f["resumed"], f["skipped"], f["failed"], f["refused"], without))
     for refunded in report["refunded"]:
         print("Refunded: %s (%s): %s" % (_for_terminal(refunded["id"]), _for_terminal(refunded["name"]),
                                          _refunded_outcome(refunded)))
@@ -1490,6 +1505,11 @@ def main(argv=None):
             if as_json:
                 print(json.dumps(report, indent=2))
             else:
+                written = sum(1 for entry in report["files"] if entry["action"] == "written")
+                print("%s: current version %s; %s written, %d already there."
+                      % (_for_terminal(report["table"]),
+                         "none" if report["current_version"] is None else report["current_version"],
+                         _count_of(written, "change file"), len(report["files"]) - written), file=sys.stderr)
                 if report["pruned"]:
                     print("Pruned: versions %s are no longer kept: read the table's current version whole instead."
                           % ", ".join(map(str, report["pruned"])), file=sys.stderr)

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 import unittest
+from unittest import mock
 
 import dataset_access
 
@@ -265,6 +266,22 @@ class ReadPandas(unittest.TestCase):
         self.assertEqual(answer["name"], "pandas")
         self.assertIn("apt-get install python3-pandas", answer["message"])
         self.assertIn("pip install pandas", answer["message"])
+
+
+class WithoutPandas(unittest.TestCase):
+    """Issue #39: read_table_pandas's error named read_pandas. Nothing reaches the network: pandas is asked first."""
+
+    def test_each_pandas_method_names_itself(self):
+        client = dataset_access.Client(base_url="http://127.0.0.1:9", api_key="dak_" + "x" * 38)
+        calls = {
+            "read_pandas": lambda: client.read_pandas("ord_x", "products.csv"),
+            "read_table_pandas": lambda: client.read_table_pandas("ord_x", "prices"),
+            "read_changes_pandas": lambda: client.read_changes_pandas("ord_x", "prices", 0),
+        }
+        for method, call in calls.items():
+            with mock.patch.dict(sys.modules, {"pandas": None}), self.assertRaises(ImportError) as raised:
+                call()
+            self.assertTrue(str(raised.exception).startswith(method + " needs pandas"), str(raised.exception))
 
 
 @unittest.skipIf(EXPECT is None, "no server: run through tests/clients/python-client.test.ts")

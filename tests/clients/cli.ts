@@ -39,3 +39,16 @@ export function finished(child: ChildProcess & { output: CliRun }): Promise<CliR
     }),
   );
 }
+
+/** Runs the built command inside a pseudo-terminal (python's pty): `stdout` is what a person sees, stderr included. */
+export function runCliOnTerminal(args: string[], env: Record<string, string>): Promise<CliRun> {
+  const pty = "import os, pty, sys; sys.exit(os.waitstatus_to_exitcode(pty.spawn(sys.argv[1:])))";
+  const child = spawn("python3", ["-c", pty, process.execPath, CLI, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  }) as ChildProcess & { output: CliRun };
+  child.output = { code: null, stdout: "", stderr: "" };
+  child.stdout?.on("data", (chunk) => (child.output.stdout += chunk));
+  child.stderr?.on("data", (chunk) => (child.output.stderr += chunk));
+  return finished(child);
+}

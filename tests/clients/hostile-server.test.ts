@@ -339,8 +339,11 @@ describe.each(Object.entries(clients))("the %s client against a hostile server",
     await expectNothingOutsideD();
     expect(report.refunded).toEqual([
       ...hostile.map((id, i) => ({ id, name: `hostile ${i}`, action: "refused" })),
-      { id: orderId(7), name: "gone", action: "absent" },
+      { id: orderId(7), name: "gone", action: "never_downloaded" },
     ]);
+    // Issue #39: it said "absent"; a person reads why nothing was removed.
+    const printed = await cli(["sync", "--dir", box.dir], { tty: true });
+    expect(printed.stdout).toContain(`Refunded: ${orderId(7)} (gone): never downloaded here: nothing to remove`);
     expect(refusedPairs(report.refused)).toEqual(refusedPairs(hostile.map((id) => ({ order: id, file: null }))));
     expect(await fs.readFile(path.join(box.dir, OTHER, "b.csv"), "utf8")).toBe("b.csv\n");
   });
@@ -469,7 +472,11 @@ describe.each(Object.entries(clients))("the %s client against a hostile server",
     expect(sync.code, sync.stdout).toBe(1);
     expect(sync.stdout).not.toMatch(/[\u0007\u001b\u202e]/);
     expect(sync.stdout).toContain(`Refused: ${GOOD}/bell\\x1b]0;owned\\x07\\x1b[2J\\u202e.csv: `);
-    expect(sync.stdout).toContain(`Refunded: ${orderId(4)} (refunded\\x1b]0;owned\\x07\\x1b[2J\\u202e): kept`);
+    expect(sync.stdout).toContain(
+      `Refunded: ${orderId(4)} (refunded\\x1b]0;owned\\x07\\x1b[2J\\u202e): kept (--delete removes it)`,
+    );
+    // Issue #39: "1 delivered orders".
+    expect(sync.stdout).toMatch(/(^|[\r\n])1 delivered order, 2 files: /);
   });
 });
 

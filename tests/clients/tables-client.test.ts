@@ -11,7 +11,7 @@ import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";
 import { startServer, type TestServer } from "../helpers/server";
 import { productsCsv, products, publicationDone } from "../tables/helpers";
-import { buildTypeScriptClient, runCli } from "./cli";
+import { buildTypeScriptClient, runCli, runCliOnTerminal } from "./cli";
 
 /**
  * The TypeScript client's `tables` and `changes` commands and `sync` following an order's `files`
@@ -186,6 +186,19 @@ describe("dataset-access with tables", () => {
         expect(asCounts(await rowsByChangeType(path.join(dir, file.file)))).toEqual(CHANGES[index]);
       }
       expect((await fs.readdir(dir)).filter((name) => name.endsWith(".part"))).toEqual([]);
+
+      // Issue #39: docs/clients.md showed this output without lines it prints. Its example is the output, line for line.
+      const shown = await runCliOnTerminal(
+        ["changes", "--order", orderId, "--table", "prices", "--since", "0", "--dir", path.join(workDir, "shown")],
+        cliEnv(),
+      );
+      expect(shown.code, shown.stdout).toBe(0);
+      const documented = (await fs.readFile("docs/clients.md", "utf8"))
+        .split("npx dataset-access changes --order ord_... --table prices --since 0 --dir changes/\n")[1]!
+        .split("\n\n")[0]!
+        .split("\n")
+        .map((line) => line.replace(/^# /, ""));
+      expect(shown.stdout.trimEnd().split(/\r?\n/)).toEqual(documented);
 
       const again = await runCli(
         ["changes", "--order", orderId, "--table", "prices", "--since", "0", "--dir", dir, "--json"],

@@ -20,7 +20,7 @@ import type { WaitReason } from "./http.js";
 import { pathInside, targetDirectory } from "./paths.js";
 import { changes, type ChangesReport } from "./changes.js";
 import { sync, type RefundedOrder, type SyncReport } from "./sync.js";
-import { forTerminal } from "./terminal.js";
+import { countOf, forTerminal } from "./terminal.js";
 
 /** Exit codes, as the README documents them. */
 export const EXIT = { ok: 0, failedFiles: 1, usage: 2, refused: 3, network: 4 } as const;
@@ -85,10 +85,17 @@ function progressBar(stream: NodeJS.WriteStream) {
   };
 }
 
+/** What became of a refunded order's copy here, in words a support person reads out. */
+const REFUNDED_ACTION_TEXT = {
+  kept: "kept (--delete removes it)",
+  never_downloaded: "never downloaded here: nothing to remove",
+  refused: "refused (its id is unsafe)",
+} as const;
+
 function refundedOutcome(refunded: RefundedOrder): string {
-  if (refunded.action !== "deleted") return refunded.action;
+  if (refunded.action !== "deleted") return REFUNDED_ACTION_TEXT[refunded.action];
   const left = refunded.left.map(forTerminal).join(", ");
-  return `deleted ${refunded.deleted.length} files${left ? `; left what this tool did not write: ${left}` : ""}`;
+  return `deleted ${countOf(refunded.deleted.length, "file")}${left ? `; left what this tool did not write: ${left}` : ""}`;
 }
 
 /** The sync's report for a person: every server-supplied string escaped (see forTerminal). */
@@ -96,7 +103,7 @@ function printSyncReport(report: SyncReport): void {
   const { files } = report;
   const withoutRendition = report.format ? `, ${files.no_rendition} without a ${report.format} rendition` : "";
   console.log(
-    `${report.delivered} delivered orders, ${files.total} files: ${files.downloaded} downloaded, ${files.resumed} resumed, ${files.skipped} already there, ${files.failed} failed, ${files.refused} refused${withoutRendition}.`,
+    `${countOf(report.delivered, "delivered order")}, ${countOf(files.total, "file")}: ${files.downloaded} downloaded, ${files.resumed} resumed, ${files.skipped} already there, ${files.failed} failed, ${files.refused} refused${withoutRendition}.`,
   );
   for (const refunded of report.refunded)
     console.log(`Refunded: ${forTerminal(refunded.id)} (${forTerminal(refunded.name)}): ${refundedOutcome(refunded)}`);
@@ -145,7 +152,7 @@ function printChangesReport(report: ChangesReport): void {
   const written = report.files.filter((file) => file.action === "written").length;
   const skipped = report.files.length - written;
   console.error(
-    `${forTerminal(report.table)}: current version ${report.current_version ?? "none"}; ${written} change files written, ${skipped} already there.`,
+    `${forTerminal(report.table)}: current version ${report.current_version ?? "none"}; ${countOf(written, "change file")} written, ${skipped} already there.`,
   );
   if (report.pruned.length > 0)
     console.error(

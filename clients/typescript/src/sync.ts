@@ -44,11 +44,12 @@ export type Refusal = { order: string; file: string | null; reason: string };
 export type NoRendition = { order: string; file: string; reason: string };
 
 /**
- * kept: left as it is (no `delete`); deleted: the files this tool wrote removed (`deleted`), and the
- * directory too unless something else is `left` in it; refused: its id or directory is unsafe.
+ * kept: left as it is (no `delete`); never_downloaded: no copy of it here (nothing to remove); deleted: the
+ * files this tool wrote removed (`deleted`), and the directory too unless something else is `left` in it;
+ * refused: its id or directory is unsafe.
  */
 export type RefundedOrder =
-  | { id: string; name: string; action: "kept" | "absent" | "refused" }
+  | { id: string; name: string; action: "kept" | "never_downloaded" | "refused" }
   | { id: string; name: string; action: "deleted"; deleted: string[]; left: string[] };
 
 export type SyncReport = {
@@ -356,7 +357,7 @@ export async function sync(client: DatasetAccessClient, options: SyncOptions): P
       return { ...summary, action: "refused" };
     }
     const present = (await fs.lstat(orderDir).catch(() => undefined))?.isDirectory();
-    if (!present) return { ...summary, action: "absent" };
+    if (!present) return { ...summary, action: "never_downloaded" };
     const entry = manifest.orders[order.id];
     if (!options.delete) {
       if (entry) entry.status = "refunded";

@@ -15,3 +15,8 @@ export function forTerminal(value: unknown): string {
   });
   return escaped.length > LONGEST_SHOWN ? `${escaped.slice(0, LONGEST_SHOWN)}... (${text.length} characters)` : escaped;
 }
+
+/** "1 delivered order", "2 delivered orders": a count with its noun as a person reads it. */
+export function countOf(count: number, singular: string, plural = `${singular}s`): string {
+  return `${count} ${count === 1 ? singular : plural}`;
+}
