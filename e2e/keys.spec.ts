@@ -99,7 +99,9 @@ test("a key's secret is shown once, works with the API, and stops working when r
   await expect(events.filter({ hasText: "Signed in" })).toHaveCount(1);
   await expect(events.first()).toContainText("You (dashboard)");
   await screenshot(page, "security-log");
-  await page.getByRole("link", { name: "Key revoked" }).click();
+  await page.getByLabel("Show").selectOption({ label: "Key revoked" });
+  await page.getByRole("button", { name: "Filter" }).click();
+  await expect(page).toHaveURL(/\/security\?kind=key_revoked$/);
   await expect(events).toHaveCount(1);
 
   const exported = await page.request.get("/security/export");
