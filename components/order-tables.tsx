@@ -233,9 +233,20 @@ function ChangeCounts({ changes }: { changes: VersionSummary["changes"] }) {
   if (!changes) return <span className="text-slate-500">being worked out</span>;
   return (
     <span>
-      <span className="text-green-800">+{count(changes.inserted)} inserted</span>,{" "}
-      <span className="text-amber-800">{count(changes.updated)} updated</span>,{" "}
-      <span className="text-red-800">−{count(changes.deleted)} deleted</span>
+      <ChangeCount value={changes.inserted} sign="+" tone="text-green-800" label="inserted" />,{" "}
+      <ChangeCount value={changes.updated} sign="" tone="text-amber-800" label="updated" />,{" "}
+      <ChangeCount value={changes.deleted} sign="−" tone="text-red-800" label="deleted" />
+    </span>
+  );
+}
+
+/** A count of one kind of change: signed and in its colour, or a plain grey 0 when there were none. */
+function ChangeCount({ value, sign, tone, label }: { value: number; sign: string; tone: string; label: string }) {
+  if (value === 0) return <span className="text-slate-500">0 {label}</span>;
+  return (
+    <span className={tone}>
+      {sign}
+      {count(value)} {label}
     </span>
   );
 }
