@@ -1,7 +1,7 @@
 import Link from "next/link";
 import { buttonClass } from "@/components/ui";
 import { currentBuyer } from "@/lib/auth/session";
-import { databaseIsUp } from "@/lib/health";
+import { databaseIsUp } from "@/lib/http/health";
 
 export const dynamic = "force-dynamic";
 

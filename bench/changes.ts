@@ -2,13 +2,13 @@ import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { DuckDBInstance, type DuckDBConnection } from "@duckdb/node-api";
-import { datasetEngineSettings } from "../lib/datasets/engine";
-import { closeEnginePool, runEngineTask } from "../lib/datasets/engine-pool";
+import { datasetEngineSettings } from "../lib/engine/engine";
+import { closeEnginePool, runEngineTask } from "../lib/engine/engine-pool";
 import { benchRounds, spread } from "./lib/interleaved";
 import { commandLine, descendants, log, report, round, sampler, treeRssKb } from "./lib/common";
 
 /**
- * The change file of a version pair (contract Part 4, lib/datasets/change-feed.ts) against the best
+ * The change file of a version pair (contract Part 4, lib/engine/change-feed.ts) against the best
  * diff written by hand in DuckDB over the same two Parquet files, from this same process, interleaved
  * (hand, ours, hand, ours...; BENCH_ROUNDS rounds), each side with the engine's memory limit and
  * threads:

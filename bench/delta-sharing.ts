@@ -4,11 +4,11 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import pg from "pg";
 import { createBuyer } from "../lib/buyers";
-import { closeEnginePool } from "../lib/datasets/engine-pool";
+import { closeEnginePool } from "../lib/engine/engine-pool";
 import { disconnectDb } from "../lib/db/client";
-import { closeJobQueue } from "../lib/jobs";
+import { closeJobQueue } from "../lib/queue";
 import { processPendingNow } from "../lib/tables/pipeline";
-import { addOrderFile, createOrder } from "../lib/orders/admin";
+import { addOrderFile, createOrder } from "../lib/operator/orders";
 import { formatSpread, spread, benchRounds } from "./lib/interleaved";
 import {
   createBenchKeys,

@@ -8,7 +8,7 @@ import { startTestS3, type TestS3 } from "../tests/helpers/s3";
 import { createBuyer } from "../lib/buyers";
 import { disconnectDb } from "../lib/db/client";
 import { migrate } from "../lib/db/migrate";
-import { addOrderFile, createOrder } from "../lib/orders/admin";
+import { addOrderFile, createOrder } from "../lib/operator/orders";
 import { contentDisposition } from "../lib/downloads/http";
 import { presignedGetUrl } from "../lib/storage/s3";
 import {

@@ -8,7 +8,7 @@ import pg from "pg";
 import { createBuyer } from "../lib/buyers";
 import { disconnectDb } from "../lib/db/client";
 import { migrate } from "../lib/db/migrate";
-import { addOrderFile, createOrder } from "../lib/orders/admin";
+import { addOrderFile, createOrder } from "../lib/operator/orders";
 import {
   benchDatabaseUrl,
   commandLine,

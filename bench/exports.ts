@@ -9,8 +9,8 @@ import { BlobServiceClient, StorageSharedKeyCredential } from "@azure/storage-bl
 import { createBuyer } from "../lib/buyers";
 import { db, disconnectDb } from "../lib/db/client";
 import { createDestination } from "../lib/exports/destinations";
-import { closeJobQueue } from "../lib/jobs";
-import { addOrderFile, createOrder } from "../lib/orders/admin";
+import { closeJobQueue } from "../lib/queue";
+import { addOrderFile, createOrder } from "../lib/operator/orders";
 import { OPERATOR } from "../lib/security/log";
 import { accountNameOf } from "../lib/exports/targets/azure";
 import { AZURITE_KEY, startTestAzurite, startTestSftp } from "../tests/exports/stores";

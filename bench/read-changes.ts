@@ -5,11 +5,11 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import pg from "pg";
 import { createBuyer } from "../lib/buyers";
-import { closeEnginePool } from "../lib/datasets/engine-pool";
+import { closeEnginePool } from "../lib/engine/engine-pool";
 import { makeRendition } from "../lib/datasets/renditions";
 import { db, disconnectDb } from "../lib/db/client";
-import { closeJobQueue } from "../lib/jobs";
-import { createOrder } from "../lib/orders/admin";
+import { closeJobQueue } from "../lib/queue";
+import { createOrder } from "../lib/operator/orders";
 import { processPendingNow } from "../lib/tables/pipeline";
 import { publishTable } from "../lib/tables/publish";
 import {

@@ -2,7 +2,7 @@ import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
-import { SOCIAL_PLATFORMS } from "../lib/social/platforms";
+import { SOCIAL_PLATFORMS } from "../lib/schemas/social-platforms";
 import { benchDatabaseUrl, ensureDatabaseExists, log, ratio, report, round, run } from "./lib/common";
 import { migrate } from "../lib/db/migrate";
 

@@ -7,7 +7,7 @@ import { Readable } from "node:stream";
 import pg from "pg";
 import { createBuyer } from "../lib/buyers";
 import { disconnectDb } from "../lib/db/client";
-import { addOrderFile, createOrder } from "../lib/orders/admin";
+import { addOrderFile, createOrder } from "../lib/operator/orders";
 import {
   BENCH_AUTH_SECRET,
   createBenchKeys,

@@ -6,10 +6,10 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { createBuyer } from "../lib/buyers";
-import { datasetEngineSettings } from "../lib/datasets/engine";
+import { datasetEngineSettings } from "../lib/engine/engine";
 import { db, disconnectDb } from "../lib/db/client";
-import { closeJobQueue } from "../lib/jobs";
-import { createOrder } from "../lib/orders/admin";
+import { closeJobQueue } from "../lib/queue";
+import { createOrder } from "../lib/operator/orders";
 import { publishTable } from "../lib/tables/publish";
 import { benchRounds, spread } from "./lib/interleaved";
 import {

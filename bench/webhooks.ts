@@ -4,8 +4,8 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
-import { closeJobQueue } from "../lib/jobs";
-import { setOrderStatus } from "../lib/orders/admin";
+import { closeJobQueue } from "../lib/queue";
+import { setOrderStatus } from "../lib/operator/orders";
 import { createEndpoint } from "../lib/webhooks/endpoints";
 import { disconnectDb } from "../lib/db/client";
 import {

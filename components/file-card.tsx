@@ -1,7 +1,7 @@
 import { CopyButton } from "./copy-button";
 import { FilePreview } from "./file-preview";
 import { FileProfile, FORMAT_LABELS } from "./file-profile";
-import { isOwnFormat, RENDITION_FORMATS } from "@/lib/datasets/formats";
+import { isOwnFormat, RENDITION_FORMATS } from "@/lib/data-formats";
 import type { PreviewResult } from "@/lib/http/browser-download";
 import { formatBytes, formatDate } from "@/lib/format";
 import type { OrderView } from "@/lib/orders/queries";

@@ -1,4 +1,4 @@
-import type { FileFormat } from "@/lib/datasets/formats";
+import type { FileFormat } from "@/lib/data-formats";
 import type { OrderView } from "@/lib/orders/queries";
 
 type OrderFile = OrderView["files"][number];

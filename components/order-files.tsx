@@ -1,6 +1,6 @@
 import { FileCard } from "./file-card";
 import { FORMAT_LABELS } from "./file-profile";
-import type { RenditionFormat } from "@/lib/datasets/formats";
+import type { RenditionFormat } from "@/lib/data-formats";
 import type { PreviewResult } from "@/lib/http/browser-download";
 import type { OrderView } from "@/lib/orders/queries";
 import { Badge, Notice, linkClass } from "./ui";

@@ -1,7 +1,7 @@
 import { FileCard, type OrderFile } from "./file-card";
 import { FilePreview } from "./file-preview";
 import { FORMAT_LABELS } from "./file-profile";
-import { RENDITION_FORMATS, type RenditionFormat } from "@/lib/datasets/formats";
+import { RENDITION_FORMATS, type RenditionFormat } from "@/lib/data-formats";
 import type { PreviewResult } from "@/lib/http/browser-download";
 import { formatBytes, formatDate } from "@/lib/format";
 import type { TableSummary, VersionSummary } from "@/lib/tables/history";

@@ -1,4 +1,4 @@
-import type { Json } from "@/lib/datasets/preview-values";
+import type { Json } from "@/lib/engine/preview-values";
 
 /** DuckDB's number types (big integers come as strings): their columns are aligned right. */
 export const NUMERIC_TYPE = /^(U?(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT)|FLOAT|DOUBLE|DECIMAL)\b/;

@@ -1,6 +1,6 @@
 import type { Page } from "@playwright/test";
 import { randomBytes } from "node:crypto";
-import { registerStoredObject } from "../lib/orders/admin";
+import { registerStoredObject } from "../lib/operator/orders";
 import { buyer, order } from "../tests/helpers/fixtures";
 import { startTestS3, TEST_BUCKET, type TestS3 } from "../tests/helpers/s3";
 import { startServer, type TestServer } from "../tests/helpers/server";

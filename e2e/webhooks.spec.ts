@@ -1,6 +1,6 @@
 import { Webhook } from "standardwebhooks";
 import { db } from "../lib/db/client";
-import { closeJobQueue, QUEUES, sendJob } from "../lib/jobs";
+import { closeJobQueue, QUEUES, sendJob } from "../lib/queue";
 import { startReceiver } from "../tests/webhooks/receiver";
 import { apiKey, buyer } from "../tests/helpers/fixtures";
 import { expect, mailRecipients, screenshot, signIn, test, waitForMail } from "./helpers";

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { requestIdFrom } from "./api/request-id";
+import { requestIdFrom } from "./request-id";
 import { logger } from "./log";
 import { observeRequest } from "./metrics";
 

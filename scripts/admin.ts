@@ -4,11 +4,11 @@ import { z } from "zod";
 import { OPERATOR, recordSecurityEvent } from "../lib/security/log";
 import { createBuyer, findBuyerByEmail } from "../lib/buyers";
 import { disconnectDb } from "../lib/db/client";
-import { closeJobQueue } from "../lib/jobs";
+import { closeJobQueue } from "../lib/queue";
 import { prepareDatabase } from "../lib/db/runtime";
 import { AppError } from "../lib/errors";
 import { apiKeyExpiryDaysSchema, apiKeyPermissionSchema, createApiKey, revokeApiKey } from "../lib/keys";
-import { closeEnginePool } from "../lib/datasets/engine-pool";
+import { closeEnginePool } from "../lib/engine/engine-pool";
 import { profileFiles } from "../lib/datasets/profile";
 import {
   addOrderFile,
@@ -16,18 +16,18 @@ import {
   findOrderForOperator,
   registerStoredObject,
   setOrderStatus,
-} from "../lib/orders/admin";
+} from "../lib/operator/orders";
 import { pruneTable, tableHistory } from "../lib/tables/admin";
 import { publishTable } from "../lib/tables/publish";
 import { migrateLocalFilesToS3, type MigrationProgress } from "../lib/storage/migrate";
-import { orderStatusSchema } from "../lib/orders/status";
+import { orderStatusSchema } from "../lib/schemas/order-status";
 import {
   disableSocialAccess,
   enableSocialAccess,
   importSocialProfiles,
   setPlatformAvailability,
 } from "../lib/social/admin";
-import { socialPlatformSchema } from "../lib/social/platforms";
+import { socialPlatformSchema } from "../lib/schemas/social-platforms";
 import { DESTINATION_TYPES, EXPORT_FORMATS } from "../lib/exports/config";
 import { createDestination, findDestinationForOperator, testDestination } from "../lib/exports/destinations";
 import { exportNow, waitForRuns } from "../lib/exports/runs";

@@ -2,16 +2,16 @@ import { timingSafeEqual } from "node:crypto";
 import http from "node:http";
 import { parseArgs } from "node:util";
 import next from "next";
-import { sendResponse } from "../lib/api/node";
-import { problemResponse } from "../lib/api/problem";
-import { requestIdFrom } from "../lib/api/request-id";
-import { API_PATH, methodNotAllowed, unroutableApiPath } from "../lib/api/responses";
+import { sendResponse } from "../lib/http/node";
+import { problemResponse } from "../lib/http/problem";
+import { requestIdFrom } from "../lib/request-id";
+import { API_PATH, methodNotAllowed, unroutableApiPath } from "../lib/http/responses";
 import { markRequestServer } from "../lib/db/timeouts";
-import { httpServerOptions, httpTimeouts, type HttpTimeouts } from "../lib/http-timeouts";
+import { httpServerOptions, httpTimeouts, type HttpTimeouts } from "../lib/http/server-timeouts";
 import { isDownloadLinkPath, serveDownloadLink } from "../lib/http/download-link";
 import { flushUsage } from "../lib/keys/usage";
-import { closeJobQueue } from "../lib/jobs";
-import { startJobWorker } from "../lib/jobs/worker";
+import { closeJobQueue } from "../lib/queue";
+import { startJobWorker } from "../lib/jobs/registry";
 import { clientIp } from "../lib/http/client-ip";
 import { CLIENT_IP_HEADER } from "../lib/security/header";
 import { API_HEADERS } from "../lib/security-headers";
@@ -54,7 +54,7 @@ let timeouts: HttpTimeouts;
 try {
   // This process answers requests: its database statements get a deadline (lib/db/timeouts.ts).
   markRequestServer();
-  // And its clients a deadline to send their requests in (lib/http-timeouts.ts).
+  // And its clients a deadline to send their requests in (lib/http/server-timeouts.ts).
   timeouts = httpTimeouts();
 } catch (error) {
   logger().fatal((error as Error).message);

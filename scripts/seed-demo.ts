@@ -3,11 +3,11 @@ import { Readable } from "node:stream";
 import { createBuyer } from "../lib/buyers";
 import { db } from "../lib/db/client";
 import { DEMO_EMAIL } from "../lib/docs/examples";
-import { closeEnginePool } from "../lib/datasets/engine-pool";
-import { addOrderFile, createOrder } from "../lib/orders/admin";
+import { closeEnginePool } from "../lib/engine/engine-pool";
+import { addOrderFile, createOrder } from "../lib/operator/orders";
 import { processPendingNow } from "../lib/tables/pipeline";
 import { publishTable } from "../lib/tables/publish";
-import type { OrderStatus } from "../lib/orders/status";
+import type { OrderStatus } from "../lib/schemas/order-status";
 import { enableSocialAccess, importSocialProfiles } from "../lib/social/admin";
 
 type DemoOrder = { name: string; status: OrderStatus; daysAgo: number; files: { name: string; content: string }[] };

@@ -6,7 +6,7 @@ import { disconnectDb } from "../lib/db/client";
 import { MAIL_NOT_CONFIGURED, mailDelivery } from "../lib/auth/mail";
 import { DATA_DIR, ensureDataDir } from "../lib/db/config";
 import { prepareDatabase } from "../lib/db/runtime";
-import { privateTempRoot } from "../lib/datasets/engine";
+import { privateTempRoot } from "../lib/engine/engine";
 import { appSecret, MIN_SECRET_LENGTH } from "../lib/secrets";
 import { logger } from "../lib/log";
 import { configuredOrigin } from "../lib/site";

@@ -1,6 +1,6 @@
-import { privateTempRoot } from "../lib/datasets/engine";
-import { closeJobQueue } from "../lib/jobs";
-import { startJobWorker } from "../lib/jobs/worker";
+import { privateTempRoot } from "../lib/engine/engine";
+import { closeJobQueue } from "../lib/queue";
+import { startJobWorker } from "../lib/jobs/registry";
 import { errorFields, logger } from "../lib/log";
 import { configuredOrigin } from "../lib/site";
 

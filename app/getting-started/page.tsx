@@ -3,7 +3,7 @@ import Link from "next/link";
 import type { ReactNode } from "react";
 import { CodeBlock } from "@/components/code-block";
 import { linkClass } from "@/components/ui";
-import { buildOpenApiDocument } from "@/lib/api/openapi";
+import { apiDocument } from "@/lib/api/routes";
 import {
   clientSyncCommands,
   CURL,
@@ -53,9 +53,7 @@ function deltaSharingStep(
 export default async function GettingStartedPage() {
   const origin = await siteOrigin();
   // The API reference's ids (the demo account's where it is loaded), so both pages show the same working commands.
-  const { ids, downloadFile } = await apiExamples(
-    buildOpenApiDocument(`${origin}/api/v1`) as unknown as OpenApiDocument,
-  );
+  const { ids, downloadFile } = await apiExamples(apiDocument(`${origin}/api/v1`) as unknown as OpenApiDocument);
   const steps: { id?: string; title: string; body: ReactNode; code: string }[] = [
     {
       title: "1. Create a key",

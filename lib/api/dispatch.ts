@@ -1,13 +1,14 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AppError } from "../errors";
 import { annotateRequest } from "../observability";
-import { sendResponse, type NodeRoute, type RouteRequest } from "./node";
-import { problemResponse } from "./problem";
+import { sendResponse, type NodeRoute, type RouteRequest } from "../http/node";
+import { problemResponse } from "../http/problem";
 import { publicApiRoute } from "./public-route";
-import { requestIdFrom } from "./request-id";
+import { requestIdFrom } from "../request-id";
 import { apiRoute } from "./pipeline";
-import { compileRouteTable } from "./route-table";
-import { API_ROUTES, type ApiRoute } from "./routes";
+import { compileRouteTable } from "../http/route-table";
+import type { ApiRoute } from "./route-spec";
+import { API_ROUTES } from "./routes";
 import { parseQuery } from "./validation";
 
 /** Where the API is. */

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { API_ERRORS } from "./problem";
-import { buildOpenApiDocument } from "./openapi";
+import { API_ERRORS } from "../http/problem";
+import { apiDocument } from "./routes";
 import { API_PATHS, API_ROUTES } from "./routes";
 
 describe("the OpenAPI document", () => {
   it("lists exactly the route table's documented paths, with each entry's operation and parameters", () => {
-    const document = buildOpenApiDocument("https://example.test/api/v1");
+    const document = apiDocument("https://example.test/api/v1");
     expect(Object.keys(document.paths ?? {}).sort()).toEqual([...API_PATHS].sort());
     for (const entry of API_ROUTES.filter((route) => !route.undocumented)) {
       const operation = document.paths![entry.path]!.get!;
@@ -19,7 +19,7 @@ describe("the OpenAPI document", () => {
   });
 
   it("answers each error code with the status of the one error table", () => {
-    const document = buildOpenApiDocument("https://example.test/api/v1");
+    const document = apiDocument("https://example.test/api/v1");
     for (const operations of Object.values(document.paths ?? {})) {
       for (const operation of Object.values(
         operations as Record<string, { responses: Record<string, { description: string }> }>,

@@ -2,8 +2,8 @@ import { OpenAPIRegistry, OpenApiGeneratorV31, type ResponseConfig } from "@aste
 import type { ZodObject, ZodType } from "zod";
 import { DATASETS_RATE_LIMIT } from "../contract";
 import { problemSchema } from "../schemas/api";
-import { API_ERRORS, type ApiErrorCode } from "./problem";
-import { API_ROUTES, type RouteAnswer } from "./routes";
+import { API_ERRORS, type ApiErrorCode } from "../http/problem";
+import type { ApiRoute, RouteAnswer } from "./route-spec";
 
 /** What every keyed route may answer besides its own errors. */
 const KEYED_ROUTE_ERRORS: ApiErrorCode[] = [
@@ -83,7 +83,7 @@ function success(answer: RouteAnswer): Record<string, ResponseConfig> {
  * The OpenAPI 3.1 document of /api/v1, generated from the route table (lib/api/routes.ts): its paths
  * and the zod schemas the handlers validate with.
  */
-export function buildOpenApiDocument(serverUrl: string) {
+export function buildOpenApiDocument(serverUrl: string, routes: readonly ApiRoute[]) {
   const registry = new OpenAPIRegistry();
   registry.registerComponent("securitySchemes", "apiKey", {
     type: "http",
@@ -91,7 +91,7 @@ export function buildOpenApiDocument(serverUrl: string) {
     description: "An API key from the dashboard: `Authorization: Bearer dak_...`. Keep it on your server.",
   });
 
-  for (const entry of API_ROUTES) {
+  for (const entry of routes) {
     if (entry.undocumented) continue;
     registry.registerPath({
       method: "get",

@@ -3,8 +3,8 @@ import type { ApiKeyPermission } from "../keys/permissions";
 import type { SqlRunner } from "../db/client";
 import type { SocialAccessSettings } from "../social/access";
 import { keyedRequest } from "../http/keyed-request";
-import { readOnlyNodeRoute, type RouteRequest } from "./node";
-import { problemResponse } from "./problem";
+import { readOnlyNodeRoute, type RouteRequest } from "../http/node";
+import { problemResponse } from "../http/problem";
 
 export type ApiContext<Params> = {
   request: RouteRequest;

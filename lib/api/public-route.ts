@@ -1,5 +1,5 @@
-import { readOnlyNodeRoute, type WebHandler } from "./node";
-import { problemResponse } from "./problem";
+import { readOnlyNodeRoute, type WebHandler } from "../http/node";
+import { problemResponse } from "../http/problem";
 
 /** A public, read-only /api/v1 route (no key): the OpenAPI document. */
 export function publicApiRoute(

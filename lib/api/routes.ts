@@ -4,7 +4,6 @@ import { now } from "../clock";
 import { downloadTargetFor, filePreview } from "../datasets/access";
 import { downloadUrl } from "../downloads/links";
 import { exportRun, exportRunPage } from "../exports/api";
-import type { ApiKeyPermission } from "../keys/permissions";
 import { orderJson, orderPageJson } from "../orders/queries";
 import {
   changesQuerySchema,
@@ -32,10 +31,10 @@ import { configuredOrigin, publicOrigin, trustsProxy } from "../site";
 import { allowanceHeaders, parsePlatform, readSocialProfile } from "../social/profiles";
 import { changeFileTarget, tableJson, versionJson, versionPageJson } from "../tables/queries";
 import { buildOpenApiDocument } from "./openapi";
-import type { ApiErrorCode } from "./problem";
-import { apiJson, noStoreRedirect } from "./responses";
-import type { ApiContext } from "./pipeline";
-import type { RouteRequest } from "./node";
+import type { RouteRequest } from "../http/node";
+import { route, type ApiRoute } from "./route-spec";
+import type { ApiErrorCode } from "../http/problem";
+import { apiJson, noStoreRedirect } from "../http/responses";
 import { parseValue } from "./validation";
 
 /**
@@ -51,49 +50,6 @@ import { parseValue } from "./validation";
  * with the same headers. `keyInFirstRead`: see lib/http/keyed-request.ts (the handler's first database work
  * is a read through `context.sql`).
  */
-
-type PathParams<P> = P extends z.ZodObject ? { [K in keyof z.input<P>]: string } : Record<string, never>;
-type QueryOf<Q> = Q extends z.ZodType ? z.output<Q> : Record<string, never>;
-
-/** What the route answers when it succeeds: JSON (200) or a redirect to a signed URL (302, or 202 while being made). */
-export type RouteAnswer =
-  { json: z.ZodType; description: string; headers?: Record<string, string> } | { redirect: string; pending?: string };
-
-type RouteSpec<P, Q, Permission> = {
-  operationId: string;
-  path: `/${string}`;
-  permission: Permission;
-  keyInFirstRead?: boolean;
-  summary: string;
-  description?: string;
-  params?: P;
-  query?: Q;
-  answer: RouteAnswer;
-  errors: ApiErrorCode[];
-  /** Served but left out of the OpenAPI document (the document itself). */
-  undocumented?: true;
-  handler: (
-    context: Permission extends "public"
-      ? { request: RouteRequest; requestId: string; params: PathParams<P>; query: () => QueryOf<Q> }
-      : ApiContext<PathParams<P>> & { query: () => QueryOf<Q> },
-  ) => Promise<Response>;
-};
-
-/** An entry of the table, its types erased once checked. */
-export type ApiRoute = Omit<RouteSpec<z.ZodObject | undefined, z.ZodType | undefined, string>, "handler"> & {
-  permission: ApiKeyPermission | "public";
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each entry's handler was checked against its own schemas
-  handler: (context: any) => Promise<Response>;
-};
-
-/** One entry, checked against its own schemas. */
-function route<
-  P extends z.ZodObject | undefined = undefined,
-  Q extends z.ZodType | undefined = undefined,
-  Permission extends ApiKeyPermission | "public" = ApiKeyPermission | "public",
->(spec: RouteSpec<P, Q, Permission>): ApiRoute {
-  return spec as unknown as ApiRoute;
-}
 
 /** A 302 to a short-lived signed URL for a download target, as a file download answers. */
 async function redirectToDownload(request: RouteRequest, target: Parameters<typeof downloadUrl>[0]) {
@@ -320,10 +276,13 @@ export const API_ROUTES: readonly ApiRoute[] = [
       // Its `servers` URL follows the host asked for unless APP_URL fixes it: caches must keep one copy per host.
       if (!configuredOrigin())
         headers.set("Vary", trustsProxy() ? "Host, X-Forwarded-Host, X-Forwarded-Proto" : "Host");
-      return Response.json(buildOpenApiDocument(`${publicOrigin(request)}/api/v1`), { headers });
+      return Response.json(apiDocument(`${publicOrigin(request)}/api/v1`), { headers });
     },
   }),
 ];
 
 /** The documented paths, as the OpenAPI document lists them (for tests and clients). */
 export const API_PATHS: string[] = API_ROUTES.filter((entry) => !entry.undocumented).map((entry) => entry.path);
+
+/** The OpenAPI document of this table, served at /api/v1/openapi.json and rendered by /docs/api. */
+export const apiDocument = (serverUrl: string) => buildOpenApiDocument(serverUrl, API_ROUTES);

@@ -1,10 +1,10 @@
 import { db, sqlQuery, type SqlRunner } from "../db/client";
 import type { DownloadTarget } from "../downloads/links";
 import { AppError } from "../errors";
-import { jobTransaction, QUEUES, sendJob } from "../jobs";
+import { jobTransaction, QUEUES, sendJob } from "../queue";
 import { getDownloadableFile, type DownloadableFile } from "../orders/queries";
-import { isOwnFormat, RENDITION_CONTENT_TYPES, renditionName, type RenditionFormat } from "./formats";
-import type { Json } from "./preview-values";
+import { isOwnFormat, RENDITION_CONTENT_TYPES, renditionName, type RenditionFormat } from "../data-formats";
+import type { Json } from "../engine/preview-values";
 import type { Column } from "./profile";
 
 /**

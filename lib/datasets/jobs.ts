@@ -1,9 +1,9 @@
 import { logger } from "../log";
-import { RENDITION_FORMATS, type RenditionFormat } from "./formats";
+import { RENDITION_FORMATS, type RenditionFormat } from "../data-formats";
 import { profileStoredFile } from "./profile";
 import { makeRendition } from "./renditions";
 
-/** The worker's handlers of the dataset queues (lib/jobs/worker.ts). */
+/** The worker's handlers of the dataset queues (lib/jobs/registry.ts). */
 
 export async function handleProfileJob(data: Record<string, unknown>): Promise<void> {
   if (typeof data.fileId !== "string") return;

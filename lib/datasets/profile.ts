@@ -2,19 +2,19 @@ import { createReadStream } from "node:fs";
 import { join } from "node:path";
 import { db, Prisma } from "../db/client";
 import { errorFields, logger } from "../log";
-import { jobTransaction, QUEUES, sendJob } from "../jobs";
-import { UnreadableFileError } from "./checks";
-import { duckdbMessageFor, SPILL_LIMIT, withTempDir } from "./engine";
-import { EngineProcessEnded, runEngineTask } from "./engine-pool";
-import type { Profile } from "./engine-tasks";
+import { jobTransaction, QUEUES, sendJob } from "../queue";
+import { UnreadableFileError } from "../engine/checks";
+import { duckdbMessageFor, SPILL_LIMIT, withTempDir } from "../engine/engine";
+import { EngineProcessEnded, runEngineTask } from "../engine/engine-pool";
+import type { Profile } from "../engine/engine-tasks";
 import { fileStorage, type StoredObject } from "../storage";
-import { RENDITION_CONTENT_TYPES, type Compression, type DataFormat, type FileFormat } from "./formats";
-import type { ColumnStats } from "./parquet-stats";
+import { RENDITION_CONTENT_TYPES, type Compression, type DataFormat, type FileFormat } from "../data-formats";
+import type { ColumnStats } from "../engine/parquet-stats";
 import { exactNullability, recordReadyRendition, removeReplacedRendition } from "./renditions";
-import { withoutNul } from "./preview-values";
+import { withoutNul } from "../engine/preview-values";
 import { localCopy } from "./source";
 
-export type { Column, Profile } from "./engine-tasks";
+export type { Column, Profile } from "../engine/engine-tasks";
 
 type ProfiledFile = {
   id: string;

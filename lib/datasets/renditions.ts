@@ -3,12 +3,12 @@ import path from "node:path";
 import { db, Prisma } from "../db/client";
 import { errorFields, logger } from "../log";
 import { driverOf, fileStorage } from "../storage";
-import { duckdbMessageFor, withTempDir } from "./engine";
-import { runEngineTask } from "./engine-pool";
-import { RENDITION_CONTENT_TYPES, type Compression, type DataFormat, type RenditionFormat } from "./formats";
-import type { ColumnStats } from "./parquet-stats";
-import { withoutNul, type Json } from "./preview-values";
-import type { Column } from "./profile";
+import { duckdbMessageFor, withTempDir } from "../engine/engine";
+import { runEngineTask } from "../engine/engine-pool";
+import { RENDITION_CONTENT_TYPES, type Compression, type DataFormat, type RenditionFormat } from "../data-formats";
+import type { ColumnStats } from "../engine/parquet-stats";
+import { withoutNul, type Json } from "../engine/preview-values";
+import type { Column } from "../engine/columns";
 import { localCopy } from "./source";
 
 /**

@@ -1,7 +1,7 @@
 /**
  * How long the app waits for its database. Without deadlines a stalled database (a lock held by a
  * migration, a host dropping packets) hangs every request; with them a request fails in time and
- * is answered 503 service_unavailable with Retry-After (lib/api/problem.ts).
+ * is answered 503 service_unavailable with Retry-After (lib/http/problem.ts).
  *
  * - Connecting (and waiting for a free connection of the pool): DATABASE_CONNECT_TIMEOUT_MS, in
  *   every process.

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { buildOpenApiDocument } from "../api/openapi";
+import { apiDocument } from "../api/routes";
 import { API_ROUTES } from "../api/routes";
 import { orderPageSchema, orderSchema, socialProfileSchema } from "../schemas/api";
 import { endpointViews, exampleOf, objectViews, typeLabel, type OpenApiDocument } from "./reference";
 
-const document = buildOpenApiDocument("https://example.test/api/v1") as unknown as OpenApiDocument;
+const document = apiDocument("https://example.test/api/v1") as unknown as OpenApiDocument;
 const schemas = document.components!.schemas!;
 
 describe("the API reference's view of the OpenAPI document", () => {

@@ -1,6 +1,6 @@
 import { DOWNLOAD_LINK_TTL_SECONDS } from "../contract";
 import { db } from "../db/client";
-import { RENDITION_CONTENT_TYPES, RENDITION_FORMATS, renditionName } from "../datasets/formats";
+import { RENDITION_CONTENT_TYPES, RENDITION_FORMATS, renditionName } from "../data-formats";
 import { AppError } from "../errors";
 import { isTypedId } from "../ids";
 import { countDownloadRedirect } from "../metrics";

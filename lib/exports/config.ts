@@ -1,7 +1,7 @@
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
 import { CONTROL_CHARACTERS } from "../contract";
-import { RENDITION_FORMATS } from "../datasets/formats";
+import { RENDITION_FORMATS } from "../data-formats";
 import { exportPrivateAddressesAllowed, literalHostProblem } from "./network";
 import { DEFAULT_KEY_TEMPLATE, keyTemplateProblem, prefixProblem } from "./template";
 

@@ -1,7 +1,7 @@
 import { promises as fs } from "node:fs";
 import { db } from "../db/client";
 import { downloadTargetFor } from "../datasets/access";
-import { renditionName, RENDITION_CONTENT_TYPES, type RenditionFormat } from "../datasets/formats";
+import { renditionName, RENDITION_CONTENT_TYPES, type RenditionFormat } from "../data-formats";
 import { AppError } from "../errors";
 import { driverOf, localStorage } from "../storage";
 import { readS3Object } from "../storage/s3";

@@ -3,7 +3,7 @@ import { Readable, Transform } from "node:stream";
 import { db, Prisma, sqlQuery } from "../db/client";
 import { AppError } from "../errors";
 import { describeId, isTypedId } from "../ids";
-import { jobTransaction, QUEUES, sendJob } from "../jobs";
+import { jobTransaction, QUEUES, sendJob } from "../queue";
 import { errorFields, logger } from "../log";
 import { countExportRun } from "../metrics";
 import { emitEvent } from "../webhooks/emit";
@@ -16,7 +16,8 @@ import { exportRunView, RUN_VIEW_SELECT, type ExportRunView } from "./views";
 import { commonFolder, renderKey, runFolder, type KeyValues } from "./template";
 import { openTarget, type ExportTarget, type Present } from "./targets";
 import { stallTimeoutMs } from "./targets/target";
-import { LISTING_WITHIN_MS, listOrGiveUp } from "./targets/listing";
+import { listOrGiveUp } from "./targets/bounded-listing";
+import { LISTING_WITHIN_MS } from "./targets/listing";
 import { holdLease, LEASE_MS, renewRunLease, type HeldLease } from "./lease";
 import { destinationShare, SHARE_RETRY_MS, takeRun } from "./fairness";
 

@@ -1,7 +1,7 @@
-import { noStoreRedirect, plainNotFound } from "../api/responses";
+import { noStoreRedirect, plainNotFound } from "./responses";
 import type { ActionResult } from "../auth/buyer-action";
 import { downloadTargetFor, filePreview, type Preview } from "../datasets/access";
-import { RENDITION_FORMATS, type RenditionFormat } from "../datasets/formats";
+import { RENDITION_FORMATS, type RenditionFormat } from "../data-formats";
 import { AppError } from "../errors";
 import { publicOrigin } from "../site";
 import { tablePreview } from "../tables/history";

@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
-import { streamingNodeRoute, withNodeBody } from "../api/node";
-import { problemResponse } from "../api/problem";
-import { noStoreRedirect } from "../api/responses";
+import { streamingNodeRoute, withNodeBody } from "./node";
+import { problemResponse } from "./problem";
+import { noStoreRedirect } from "./responses";
 import { contentDisposition, ifRangeAllows, notModified, parseRange, type RangeResult } from "../downloads/http";
 import { DOWNLOAD_PATH, linkedObject } from "../downloads/links";
 import { AppError } from "../errors";

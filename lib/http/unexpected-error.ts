@@ -2,7 +2,7 @@ import { errorFields, logger } from "../log";
 
 /**
  * The one answer to an error that is not the app's own (not an AppError), for every HTTP surface
- * (the API's problem+json, lib/api/problem.ts; Delta Sharing's protocol errors,
+ * (the API's problem+json, lib/http/problem.ts; Delta Sharing's protocol errors,
  * lib/sharing/errors.ts): the database unreachable or too slow is a 503 with Retry-After, anything
  * else our defect, a 500. Logged here, once, with the request id; the client gets a sentence
  * without internals (no stack, no SQL).

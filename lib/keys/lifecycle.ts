@@ -1,6 +1,6 @@
 import { db, type Prisma } from "../db/client";
 import { formatDate } from "../format";
-import { jobTransaction, QUEUES, sendJob } from "../jobs";
+import { jobTransaction, QUEUES, sendJob } from "../queue";
 import { logger } from "../log";
 import { recordSecurityEvent } from "../security/log";
 import { authBaseUrl } from "../site";

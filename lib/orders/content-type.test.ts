@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { contentTypeOf } from "./admin";
+import { contentTypeOf } from "../operator/orders";
 
 describe("contentTypeOf", () => {
   it.each([

@@ -2,17 +2,17 @@ import type { Readable } from "node:stream";
 import mime from "mime-types";
 import { db, Prisma } from "../db/client";
 import { CONTROL_CHARACTERS, FILE_NAME_MAX_BYTES } from "../contract";
-import { formatFromName } from "../datasets/formats";
+import { formatFromName } from "../data-formats";
 import { AppError } from "../errors";
 import { isTypedId } from "../ids";
-import { QUEUES, sendJob } from "../jobs";
+import { QUEUES, sendJob } from "../queue";
 import { fileStorage, hashStream, type StoredObject } from "../storage";
 import { parseS3Location, readS3Object, storageError } from "../storage/s3";
 
 /**
  * A delivered file's bytes and row: the checks made before any byte moves, storing (or registering
  * an object already in S3), and recording the row with its profile job. Used by order:add-file
- * (lib/orders/admin.ts) and by table publications (lib/tables/publish.ts).
+ * (lib/operator/orders.ts) and by table publications (lib/tables/publish.ts).
  */
 
 export type AddedFile = { id: string; name: string; size: number; sha256: string; contentType: string };

@@ -3,7 +3,7 @@ import { db, Prisma, sqlQuery, type FileFormat, type ProfileStatus, type SqlRunn
 import { AppError } from "../errors";
 import { describeId, isTypedId } from "../ids";
 import type { orderSchema } from "../schemas/api";
-import type { OrderStatus } from "./status";
+import type { OrderStatus } from "../schemas/order-status";
 
 /**
  * Reads of a buyer's orders for the API. The tenant boundary lives here, once: every query is

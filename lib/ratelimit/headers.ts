@@ -1,4 +1,4 @@
-import type { RateLimitDecision } from "./index";
+import type { RateLimitDecision } from "./decision";
 
 /**
  * Response headers for a decision, in the structured-field form of draft-ietf-httpapi-ratelimit-headers-11

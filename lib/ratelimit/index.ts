@@ -22,18 +22,10 @@ import { ExpiringBlockCache, InProcessSlidingWindow, type SlidingWindowResult } 
 import { logger } from "../log";
 import { countRateLimitFallback } from "../metrics";
 import { processSingleton } from "../singleton";
+import type { RateLimitDecision } from "./decision";
 
 export { rateLimitHeaders } from "./headers";
-
-export type RateLimitDecision = {
-  allowed: boolean;
-  limit: number;
-  remaining: number;
-  /** ms since the epoch when the window frees capacity */
-  resetAt: number;
-  /** whole seconds, >= 1 when not allowed, 0 when allowed */
-  retryAfterSeconds: number;
-};
+export type { RateLimitDecision } from "./decision";
 
 export type RateLimiter = { check(identifier: string): Promise<RateLimitDecision> };
 

@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { ORDER_PAGE_SIZE } from "../contract";
-import { FILE_FORMATS, PROFILE_STATUSES, RENDITION_FORMATS, RENDITION_STATUSES } from "../datasets/formats";
-import { ORDER_STATUSES } from "../orders/status";
-import { handleRulesText, SOCIAL_PLATFORMS } from "../social/platforms";
+import { FILE_FORMATS, PROFILE_STATUSES, RENDITION_FORMATS, RENDITION_STATUSES } from "../data-formats";
+import { ORDER_STATUSES } from "./order-status";
+import { handleRulesText, SOCIAL_PLATFORMS } from "./social-platforms";
 
 /**
  * Every request and response of /api/v1, described once: validation and the OpenAPI document use

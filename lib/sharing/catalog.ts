@@ -1,5 +1,5 @@
 import { sqlQuery } from "../db/client";
-import type { ColumnStats } from "../datasets/parquet-stats";
+import type { ColumnStats } from "../engine/parquet-stats";
 import type { Column } from "../datasets/profile";
 
 /**

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { sendResponse, webHeaders } from "../api/node";
-import { requestIdFrom } from "../api/request-id";
-import { compileRouteTable } from "../api/route-table";
+import { sendResponse, webHeaders } from "../http/node";
+import { requestIdFrom } from "../request-id";
+import { compileRouteTable } from "../http/route-table";
 import { AppError } from "../errors";
 import { keyedRequest } from "../http/keyed-request";
 import { annotateRequest } from "../observability";

@@ -1,5 +1,5 @@
-import { compareDecimals, decimalOfNumber, parseDecimal, type Decimal } from "../datasets/decimal-text";
-import { statsKindOf, type ColumnStats, type StatsKind, type StatsValue } from "../datasets/parquet-stats";
+import { compareDecimals, decimalOfNumber, parseDecimal, type Decimal } from "../engine/decimal-text";
+import { statsKindOf, type ColumnStats, type StatsKind, type StatsValue } from "../engine/parquet-stats";
 
 /**
  * File skipping with `jsonPredicateHints` (PROTOCOL.md, "JSON predicates for Filtering"): a part is

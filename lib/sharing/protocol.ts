@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { sparkSchemaString } from "../datasets/spark-schema";
+import { sparkSchemaString } from "../engine/spark-schema";
 import { renditionDownloadId } from "../datasets/access";
-import { RENDITION_CONTENT_TYPES, renditionName } from "../datasets/formats";
+import { RENDITION_CONTENT_TYPES, renditionName } from "../data-formats";
 import { downloadUrl } from "../downloads/links";
 import { DOWNLOAD_LINK_TTL_SECONDS } from "../contract";
 import { AppError } from "../errors";

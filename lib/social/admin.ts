@@ -3,7 +3,7 @@ import { createInterface } from "node:readline";
 import { z } from "zod";
 import { db } from "../db/client";
 import { AppError } from "../errors";
-import { normaliseHandle, socialPlatformSchema, type SocialPlatform } from "./platforms";
+import { normaliseHandle, socialPlatformSchema, type SocialPlatform } from "../schemas/social-platforms";
 
 /** Operator settings of the Social API: per-account access, profile import, platform status. */
 

@@ -3,7 +3,12 @@ import { db } from "../db/client";
 import type { socialProfileSchema } from "../schemas/api";
 import { AppError, type ErrorCode } from "../errors";
 import { allowancePeriod, allowanceUsage, consumeAllowance, type AllowanceState } from "./access";
-import { normaliseHandle, SOCIAL_PLATFORMS, socialPlatformSchema, type SocialPlatform } from "./platforms";
+import {
+  normaliseHandle,
+  SOCIAL_PLATFORMS,
+  socialPlatformSchema,
+  type SocialPlatform,
+} from "../schemas/social-platforms";
 
 export type SocialProfileBody = z.infer<typeof socialProfileSchema>;
 

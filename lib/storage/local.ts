@@ -10,7 +10,7 @@ import {
   type FileStorage,
   type PutOptions,
   type StoredObject,
-} from "./index";
+} from "./objects";
 
 /** Big reads: 1 MiB chunks serve a large file about twice as fast as the default 64 KiB. */
 export const LOCAL_READ_CHUNK_BYTES = 1024 * 1024;

@@ -1,4 +1,4 @@
-import { RENDITION_CONTENT_TYPES, type RenditionFormat } from "../datasets/formats";
+import { RENDITION_CONTENT_TYPES, type RenditionFormat } from "../data-formats";
 import { db } from "../db/client";
 import { hashStream, localStorage } from "./index";
 import { readS3Object, S3Storage } from "./s3";

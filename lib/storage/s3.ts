@@ -12,7 +12,7 @@ import {
   type FileStorage,
   type PutOptions,
   type StoredObject,
-} from "./index";
+} from "./objects";
 
 /**
  * S3-compatible object storage (AWS S3, R2, GCS interop, MinIO, Ceph): STORAGE_DRIVER=s3 with

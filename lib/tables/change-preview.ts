@@ -1,6 +1,6 @@
 import type { Preview } from "../datasets/access";
 import type { Column } from "../datasets/profile";
-import type { Json } from "../datasets/preview-values";
+import type { Json } from "../engine/preview-values";
 
 /**
  * A change file's first rows as changes (docs/tables.md, "The change feed"): the file keeps each
@@ -9,7 +9,7 @@ import type { Json } from "../datasets/preview-values";
  * a row of its own, with its own type. Pure: the dashboard's preview renders what this returns.
  */
 
-/** The change type column, as lib/datasets/change-feed.ts names it (that module is server-only). */
+/** The change type column, as lib/engine/change-feed.ts names it (that module is server-only). */
 export const CHANGE_TYPE_COLUMN = "_change_type";
 
 export type ChangeKind = "insert" | "delete" | "update" | "update_preimage" | "update_postimage";

@@ -1,11 +1,11 @@
 import { createReadStream } from "node:fs";
 import path from "node:path";
 import { db, type Prisma } from "../db/client";
-import { duckdbMessageFor, withTempDir } from "../datasets/engine";
-import { runEngineTask } from "../datasets/engine-pool";
-import type { Profile } from "../datasets/engine-tasks";
-import { RENDITION_CONTENT_TYPES } from "../datasets/formats";
-import { withoutNul } from "../datasets/preview-values";
+import { duckdbMessageFor, withTempDir } from "../engine/engine";
+import { runEngineTask } from "../engine/engine-pool";
+import type { Profile } from "../engine/engine-tasks";
+import { RENDITION_CONTENT_TYPES } from "../data-formats";
+import { withoutNul } from "../engine/preview-values";
 import { localCopy } from "../datasets/source";
 import { errorFields, logger } from "../log";
 import { fileStorage, type StoredObject } from "../storage";
@@ -13,7 +13,7 @@ import { fileStorage, type StoredObject } from "../storage";
 /**
  * A version's change file (contract Part 4, "Change feed"): made by the worker in an engine process
  * over the Parquet renditions of the previous version's parts and of the new ones
- * (lib/datasets/change-feed.ts), stored through the storage driver, and recorded as a file of the
+ * (lib/engine/change-feed.ts), stored through the storage driver, and recorded as a file of the
  * order of origin `change_feed` (never in the order's files list; downloaded through its version,
  * with CSV and JSON Lines renditions made on first request as for any file).
  */

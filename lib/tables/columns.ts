@@ -1,5 +1,5 @@
-import type { Column } from "../datasets/engine-tasks";
-import { CHANGE_TYPE_COLUMN } from "../datasets/change-feed";
+import type { Column } from "../engine/engine-tasks";
+import { CHANGE_TYPE_COLUMN } from "../engine/change-feed";
 
 /**
  * The checks of a publication's columns (./pipeline.ts): its parts against each other, against the

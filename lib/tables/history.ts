@@ -1,6 +1,6 @@
 import { filePreview, type Preview } from "../datasets/access";
 import type { Column } from "../datasets/profile";
-import type { Json } from "../datasets/preview-values";
+import type { Json } from "../engine/preview-values";
 import { db } from "../db/client";
 import { tableNotFound } from "./queries";
 

@@ -1,12 +1,12 @@
 import { db, type Prisma } from "../db/client";
-import { duckdbMessageFor, withTempDir } from "../datasets/engine";
+import { duckdbMessageFor, withTempDir } from "../engine/engine";
 import { profileStoredFile } from "../datasets/profile";
 import { makeRendition } from "../datasets/renditions";
-import { runEngineTask } from "../datasets/engine-pool";
-import type { Column } from "../datasets/engine-tasks";
+import { runEngineTask } from "../engine/engine-pool";
+import type { Column } from "../engine/engine-tasks";
 import { localCopy } from "../datasets/source";
 import { errorFields, logger } from "../log";
-import { jobTransaction, QUEUES, sendJob } from "../jobs";
+import { jobTransaction, QUEUES, sendJob } from "../queue";
 import { queueExportRuns } from "../exports/runs";
 import { emitEvent } from "../webhooks/emit";
 import { discardChangeFile, makeChangeFile, recordChangeFile, versionParts } from "./changes";

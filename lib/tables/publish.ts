@@ -1,8 +1,8 @@
 import path from "node:path";
 import { db, Prisma, type TableMode } from "../db/client";
-import { formatFromName } from "../datasets/formats";
+import { formatFromName } from "../data-formats";
 import { AppError } from "../errors";
-import { jobTransaction, QUEUES, sendJob } from "../jobs";
+import { jobTransaction, QUEUES, sendJob } from "../queue";
 import {
   checkNewFile,
   discardStoredBytes,

@@ -1,5 +1,5 @@
 import { downloadTargetFor, RENDITION_RETRY_AFTER_SECONDS } from "../datasets/access";
-import type { RenditionFormat } from "../datasets/formats";
+import type { RenditionFormat } from "../data-formats";
 import { Prisma, sqlQuery, type SqlRunner } from "../db/client";
 import type { DownloadTarget } from "../downloads/links";
 import { AppError } from "../errors";

@@ -1,6 +1,6 @@
 import { Webhook } from "standardwebhooks";
 import { db, sqlQuery, type Prisma } from "../db/client";
-import { jobTransaction, QUEUES, sendJob } from "../jobs";
+import { jobTransaction, QUEUES, sendJob } from "../queue";
 import { errorFields, logger } from "../log";
 import { openSecret } from "./secret";
 import { postOnce, type AddressFilter, type PostResult } from "./ssrf";

@@ -1,5 +1,5 @@
 import type { Prisma } from "../db/client";
-import { QUEUES, sendJob } from "../jobs";
+import { QUEUES, sendJob } from "../queue";
 import { eventBody, type WebhookEventType } from "./events";
 
 /**

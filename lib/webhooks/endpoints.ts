@@ -4,7 +4,7 @@ import { CONTROL_CHARACTERS } from "../contract";
 import { db } from "../db/client";
 import { AppError } from "../errors";
 import { isTypedId } from "../ids";
-import { jobTransaction, QUEUES, sendJob } from "../jobs";
+import { jobTransaction, QUEUES, sendJob } from "../queue";
 import { emitEvent } from "./emit";
 import { WEBHOOK_EVENT_TYPES, webhookEventTypeSchema, type WebhookEventType } from "./events";
 import { generateWebhookSecret, sealSecret, secretHint } from "./secret";

@@ -1,7 +1,7 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { API_ERRORS, type ApiErrorCode } from "../../lib/api/problem";
+import { API_ERRORS, type ApiErrorCode } from "../../lib/http/problem";
 import { DOWNLOAD_LINK_TTL_SECONDS } from "../../lib/contract";
 import { signDownloadToken } from "../../lib/downloads/token";
 import { revokeApiKey } from "../../lib/keys";
@@ -20,7 +20,7 @@ import { startServer, TEST_AUTH_SECRET, type TestServer } from "../helpers/serve
 /**
  * The contract's error table, over HTTP against the production server: one case (or more) for
  * every code the API and its download links answer with. The last test fails when a code of the
- * table (lib/api/problem.ts API_ERRORS) has no case here.
+ * table (lib/http/problem.ts API_ERRORS) has no case here.
  */
 
 let env: TestEnvironment;

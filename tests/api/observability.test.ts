@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { API_V1_BASE } from "../../lib/api/dispatch";
 import { API_ROUTES } from "../../lib/api/routes";
-import { templateNames } from "../../lib/api/route-table";
+import { templateNames } from "../../lib/http/route-table";
 import { SHARING_PATH } from "../../lib/sharing/profile";
 import { SHARING_ROUTES } from "../../lib/sharing/dispatch";
 import { createTestEnvironment } from "../helpers/database";

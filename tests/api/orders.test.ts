@@ -1,9 +1,9 @@
 import { createHash, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiErrorCatalog } from "../../lib/api/problem";
+import { apiErrorCatalog } from "../../lib/http/problem";
 import { API_PATHS } from "../../lib/api/routes";
 import { revokeApiKey } from "../../lib/keys";
-import { setOrderStatus } from "../../lib/orders/admin";
+import { setOrderStatus } from "../../lib/operator/orders";
 import { orderPageSchema, orderSchema } from "../../lib/schemas/api";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";

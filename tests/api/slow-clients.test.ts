@@ -6,7 +6,7 @@ import { startServer, type TestServer } from "../helpers/server";
 
 /**
  * Slow clients against the production server: one that trickles its headers, one that trickles
- * its body, one that goes quiet. Each connection is closed once its deadline (lib/http-timeouts.ts,
+ * its body, one that goes quiet. Each connection is closed once its deadline (lib/http/server-timeouts.ts,
  * short here) has passed, where Node's defaults would hold it for about 90 s.
  */
 

@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tableSchema, versionPageSchema, versionSchema } from "../../lib/schemas/api";
-import { setOrderStatus } from "../../lib/orders/admin";
+import { setOrderStatus } from "../../lib/operator/orders";
 import { processPendingNow } from "../../lib/tables/pipeline";
 import { publishTable } from "../../lib/tables/publish";
 import { createTestEnvironment } from "../helpers/database";

@@ -6,7 +6,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { renditionName as clientRenditionName } from "../../clients/typescript/src/formats";
-import { renditionName as serverRenditionName, RENDITION_FORMATS } from "../../lib/datasets/formats";
+import { renditionName as serverRenditionName, RENDITION_FORMATS } from "../../lib/data-formats";
 import { datasetJobsDone, mixedFiles, PRODUCT_COLUMNS, PRODUCT_ROWS, readParquetFile } from "../datasets/helpers";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";

@@ -3,8 +3,8 @@ import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { datasetEngineSettings, privateTempRoot, withTempDir } from "../../lib/datasets/engine";
-import { closeEnginePool, runEngineTask } from "../../lib/datasets/engine-pool";
+import { datasetEngineSettings, privateTempRoot, withTempDir } from "../../lib/engine/engine";
+import { closeEnginePool, runEngineTask } from "../../lib/engine/engine-pool";
 
 /**
  * The data engine's temporary directory and confinement: its root must be this user's own (the

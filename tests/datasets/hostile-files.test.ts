@@ -5,7 +5,7 @@ import { Readable } from "node:stream";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../lib/db/client";
-import { addOrderFile } from "../../lib/orders/admin";
+import { addOrderFile } from "../../lib/operator/orders";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";
 import { startServer, type TestServer } from "../helpers/server";

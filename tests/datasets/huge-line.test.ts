@@ -4,7 +4,7 @@ import path from "node:path";
 import { pipeline } from "node:stream/promises";
 import { afterAll, describe, expect, it } from "vitest";
 import { readProfile } from "../../lib/datasets/profile";
-import { UnreadableFileError } from "../../lib/datasets/checks";
+import { UnreadableFileError } from "../../lib/engine/checks";
 
 /**
  * A 2 GB CSV that is one line: DuckDB stops at its 2 MB line limit instead of reading it all, and

@@ -5,7 +5,7 @@ import path from "node:path";
 import { S3Client } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../lib/db/client";
-import { setOrderStatus } from "../../lib/orders/admin";
+import { setOrderStatus } from "../../lib/operator/orders";
 import { createShareLink } from "../../lib/share-links";
 import { datasetJobsDone } from "../datasets/helpers";
 import { createTestEnvironment } from "../helpers/database";

@@ -7,7 +7,7 @@ import { db } from "../../lib/db/client";
 import { createDestination } from "../../lib/exports/destinations";
 import { exportNow } from "../../lib/exports/runs";
 import { LISTING_MAX_PAGES } from "../../lib/exports/targets/listing";
-import { closeJobQueue } from "../../lib/jobs";
+import { closeJobQueue } from "../../lib/queue";
 import { OPERATOR } from "../../lib/security/log";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";

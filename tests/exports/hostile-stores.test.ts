@@ -9,9 +9,9 @@ import { createDestination, testOwnDestination } from "../../lib/exports/destina
 import { FAILURE_MAX_LENGTH } from "../../lib/exports/failures";
 import { exportAddressFilter, guardedAgents } from "../../lib/exports/network";
 import { runExport } from "../../lib/exports/runs";
-import { closeJobQueue } from "../../lib/jobs";
+import { closeJobQueue } from "../../lib/queue";
 import { logFile } from "../../lib/log";
-import { addOrderFile, createOrder, setOrderStatus } from "../../lib/orders/admin";
+import { addOrderFile, createOrder, setOrderStatus } from "../../lib/operator/orders";
 import { OPERATOR } from "../../lib/security/log";
 import { createTestEnvironment } from "../helpers/database";
 import { buyer, type TestEnvironment } from "../helpers/fixtures";

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../lib/db/client";
 import { createDestination } from "../../lib/exports/destinations";
 import { exportNow } from "../../lib/exports/runs";
-import { closeJobQueue } from "../../lib/jobs";
+import { closeJobQueue } from "../../lib/queue";
 import { OPERATOR } from "../../lib/security/log";
 import { processPendingNow } from "../../lib/tables/pipeline";
 import { createTestEnvironment } from "../helpers/database";

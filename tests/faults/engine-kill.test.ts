@@ -5,7 +5,7 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../lib/db/client";
-import { addOrderFile } from "../../lib/orders/admin";
+import { addOrderFile } from "../../lib/operator/orders";
 import { createTestEnvironment } from "../helpers/database";
 import { buyer, order, type TestEnvironment } from "../helpers/fixtures";
 import { startServer, type TestServer } from "../helpers/server";
@@ -14,7 +14,7 @@ import { descendants } from "./helpers/processes";
 import { errorCode, reportFault, tally } from "./helpers/report";
 
 /**
- * The dataset engine process (the child that runs DuckDB for the job worker, lib/datasets/engine-pool.ts)
+ * The dataset engine process (the child that runs DuckDB for the job worker, lib/engine/engine-pool.ts)
  * SIGKILLed in the middle of profiling a large CSV: the API never stops answering (/api/health every
  * 100 ms throughout), the file ends `failed` with a sentence (or is profiled again), and the file
  * queued after it is profiled by a new engine process.
@@ -62,7 +62,7 @@ async function largeCsv(megabytes: number): Promise<string> {
   return file;
 }
 
-/** The server's engine processes: descendants of its launcher running lib/datasets/engine-child.ts. */
+/** The server's engine processes: descendants of its launcher running lib/engine/engine-child.ts. */
 async function engineProcesses(): Promise<number[]> {
   const pids = await descendants(server.pid!);
   const engines: number[] = [];

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../lib/db/client";
-import { closeJobQueue } from "../../lib/jobs";
+import { closeJobQueue } from "../../lib/queue";
 import { createEndpoint } from "../../lib/webhooks/endpoints";
 import { emitEvent } from "../../lib/webhooks/emit";
 import { createTestEnvironment } from "../helpers/database";

@@ -4,10 +4,10 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import { createBuyer } from "../../lib/buyers";
 import { disconnectDb } from "../../lib/db/client";
-import { closeJobQueue } from "../../lib/jobs";
+import { closeJobQueue } from "../../lib/queue";
 import { createApiKey, type ApiKeyPermission } from "../../lib/keys";
-import { addOrderFile, createOrder } from "../../lib/orders/admin";
-import type { OrderStatus } from "../../lib/orders/status";
+import { addOrderFile, createOrder } from "../../lib/operator/orders";
+import type { OrderStatus } from "../../lib/schemas/order-status";
 import type { TestDatabase } from "./database-server";
 
 /**

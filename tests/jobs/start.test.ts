@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { sqlQuery } from "../../lib/db/client";
-import { startWorker } from "../../lib/jobs";
+import { startWorker } from "../../lib/queue";
 import { logger } from "../../lib/log";
 import { createTestEnvironment } from "../helpers/database";
 import type { TestEnvironment } from "../helpers/fixtures";

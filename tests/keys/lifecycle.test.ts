@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../lib/db/client";
-import { closeJobQueue, jobQueue, QUEUES } from "../../lib/jobs";
+import { closeJobQueue, jobQueue, QUEUES } from "../../lib/queue";
 import { authenticateApiKey } from "../../lib/keys/verify";
 import { createApiKey, replaceApiKey } from "../../lib/keys";
 import { runKeyLifecycle } from "../../lib/keys/lifecycle";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../lib/db/client";
-import { closeJobQueue } from "../../lib/jobs";
+import { closeJobQueue } from "../../lib/queue";
 import { replaceApiKey, revokeApiKey } from "../../lib/keys";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { db } from "../../lib/db/client";
-import { closeJobQueue, jobQueue } from "../../lib/jobs";
-import { createOrder, setOrderStatus } from "../../lib/orders/admin";
+import { closeJobQueue, jobQueue } from "../../lib/queue";
+import { createOrder, setOrderStatus } from "../../lib/operator/orders";
 import { createTestEnvironment, lockTable } from "../helpers/database";
 import { buyer, type TestEnvironment } from "../helpers/fixtures";
 

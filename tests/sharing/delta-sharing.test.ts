@@ -9,7 +9,7 @@ import { db } from "../../lib/db/client";
 import { makeRendition } from "../../lib/datasets/renditions";
 import { signDownloadToken, verifyDownloadToken } from "../../lib/downloads/token";
 import { replaceApiKey, revokeApiKey } from "../../lib/keys";
-import { setOrderStatus } from "../../lib/orders/admin";
+import { setOrderStatus } from "../../lib/operator/orders";
 import { enableSocialAccess } from "../../lib/social/admin";
 import { s3Client } from "../../lib/storage/s3";
 import { datasetJobsDone, goodFiles, PRODUCT_ROWS } from "../datasets/helpers";
@@ -268,7 +268,7 @@ async function fetchAndRead(line: FileLine, schemaString: string) {
 
 /**
  * The DuckDB type a Parquet column of the advertised Spark type reads back as, as a pattern: the
- * protocol's types mapped by hand here, independently of lib/datasets/spark-schema.ts.
+ * protocol's types mapped by hand here, independently of lib/engine/spark-schema.ts.
  */
 function duckTypePattern(type: unknown): string {
   const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");

@@ -4,7 +4,7 @@ import path from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../lib/db/client";
-import { compareDecimals, parseDecimal } from "../../lib/datasets/decimal-text";
+import { compareDecimals, parseDecimal } from "../../lib/engine/decimal-text";
 import { datasetJobsDone } from "../datasets/helpers";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";

@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SOCIAL_PLATFORMS } from "../../lib/social/platforms";
+import { SOCIAL_PLATFORMS } from "../../lib/schemas/social-platforms";
 import { createMigratedDatabase, type TestDatabase } from "../helpers/database";
 
 let database: TestDatabase;

@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { pipeline } from "node:stream/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ENGINE_TASK_ATTEMPTS } from "../../lib/datasets/engine-pool";
+import { ENGINE_TASK_ATTEMPTS } from "../../lib/engine/engine-pool";
 import { db } from "../../lib/db/client";
 import { publishTable } from "../../lib/tables/publish";
 import { createTestEnvironment } from "../helpers/database";
@@ -14,7 +14,7 @@ import { descendants, waitForExit } from "../faults/helpers/processes";
 import { publicationDone } from "./helpers";
 
 /**
- * A publication whose engine process (the DuckDB child of the worker, lib/datasets/engine-pool.ts)
+ * A publication whose engine process (the DuckDB child of the worker, lib/engine/engine-pool.ts)
  * is killed from outside, as the system's out-of-memory killer does: the task runs again in a new
  * process and the publication becomes a version; killed at every try, it fails with the reason, and
  * its part names can be published again.
@@ -60,7 +60,7 @@ afterAll(async () => {
   if (workDir) await fs.rm(workDir, { recursive: true, force: true });
 });
 
-/** The server's engine processes: descendants of its launcher running lib/datasets/engine-child.ts. */
+/** The server's engine processes: descendants of its launcher running lib/engine/engine-child.ts. */
 async function engineProcesses(): Promise<number[]> {
   const engines: number[] = [];
   for (const pid of await descendants(server.pid!)) {

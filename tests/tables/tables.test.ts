@@ -4,7 +4,7 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../lib/db/client";
-import { addOrderFile } from "../../lib/orders/admin";
+import { addOrderFile } from "../../lib/operator/orders";
 import { orderSchema } from "../../lib/schemas/api";
 import { publishTable } from "../../lib/tables/publish";
 import { runAdmin, runAdminJson } from "../helpers/admin";

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../lib/db/client";
-import { closeJobQueue } from "../../lib/jobs";
-import { setOrderStatus } from "../../lib/orders/admin";
+import { closeJobQueue } from "../../lib/queue";
+import { setOrderStatus } from "../../lib/operator/orders";
 import { deliverMessage, MAX_ATTEMPTS, requeueStrandedMessages } from "../../lib/webhooks/deliver";
 import { createEndpoint, resendMessage } from "../../lib/webhooks/endpoints";
 import { createTestEnvironment } from "../helpers/database";

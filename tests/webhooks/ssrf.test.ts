@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../lib/db/client";
-import { closeJobQueue } from "../../lib/jobs";
+import { closeJobQueue } from "../../lib/queue";
 import { deliverMessage } from "../../lib/webhooks/deliver";
 import { createEndpoint, endpointUrlSchema, sendTestEvent } from "../../lib/webhooks/endpoints";
 import { isForbiddenAddress } from "../../lib/webhooks/ssrf";

@@ -3,7 +3,7 @@ import Link from "next/link";
 import { buttonClass, inputClass, linkClass } from "@/components/ui";
 import { requireBuyer } from "@/lib/auth/session";
 import { formatDate } from "@/lib/format";
-import { SECURITY_LOG_INTRO } from "@/lib/page-intros";
+import { SECURITY_LOG_INTRO } from "@/lib/docs/page-intros";
 import {
   SECURITY_EVENT_GROUPS,
   SECURITY_EVENT_KINDS,

@@ -3,7 +3,7 @@ import Link from "next/link";
 import { Badge, linkClass } from "@/components/ui";
 import { requireBuyer } from "@/lib/auth/session";
 import { formatDate } from "@/lib/format";
-import { WEBHOOKS_INTRO } from "@/lib/page-intros";
+import { WEBHOOKS_INTRO } from "@/lib/docs/page-intros";
 import { listEndpoints, type EndpointMessageView } from "@/lib/webhooks/endpoints";
 import { WEBHOOK_EVENT_DESCRIPTIONS, WEBHOOK_EVENT_TYPES } from "@/lib/webhooks/events";
 import { insecureLoopbackAllowed, privateAddressesAllowed } from "@/lib/webhooks/ssrf";

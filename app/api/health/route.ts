@@ -1,4 +1,4 @@
-import { databaseIsUp } from "@/lib/health";
+import { databaseIsUp } from "@/lib/http/health";
 
 export const dynamic = "force-dynamic";
 

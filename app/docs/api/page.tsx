@@ -4,8 +4,8 @@ import type { ReactNode } from "react";
 import { CodeBlock } from "@/components/code-block";
 import { MarkdownText } from "@/components/markdown";
 import { linkClass } from "@/components/ui";
-import { buildOpenApiDocument } from "@/lib/api/openapi";
-import { apiErrorCatalog } from "@/lib/api/problem";
+import { apiDocument } from "@/lib/api/routes";
+import { apiErrorCatalog } from "@/lib/http/problem";
 import { DATASETS_RATE_LIMIT } from "@/lib/contract";
 import { DEMO_EMAIL, apiExamples, exampleSignedLink, type ApiExamples } from "@/lib/docs/examples";
 import {
@@ -17,7 +17,7 @@ import {
 } from "@/lib/docs/reference";
 import { CURL, RETRY_ON_202_NOTE } from "@/lib/docs/commands";
 import { siteOrigin } from "@/lib/site";
-import { SOCIAL_PLATFORMS } from "@/lib/social/platforms";
+import { SOCIAL_PLATFORMS } from "@/lib/schemas/social-platforms";
 import { WEBHOOK_EVENT_DESCRIPTIONS, WEBHOOK_EVENT_TYPES } from "@/lib/webhooks/events";
 
 export const metadata: Metadata = { title: "API reference" };
@@ -31,7 +31,7 @@ const AUTH = `-H "Authorization: Bearer $DATASET_ACCESS_KEY"`;
 export default async function ApiReferencePage() {
   const origin = await siteOrigin();
   const api = `${origin}/api/v1`;
-  const document = buildOpenApiDocument(api) as unknown as OpenApiDocument;
+  const document = apiDocument(api) as unknown as OpenApiDocument;
   const examples = await apiExamples(document);
   const endpoints = endpointViews(document);
   return (

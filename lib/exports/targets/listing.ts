@@ -1,6 +1,3 @@
-import { logger } from "../../log";
-import type { ExportTarget, Present } from "./target";
-
 /**
  * The bounds of a folder's listing. A store answers a listing page by page, and a broken or hostile
  * one can go on forever: S3 answering `IsTruncated` with a new token and no keys, Azure empty pages
@@ -43,23 +40,4 @@ export function listingBudget(
       return pages <= maxPages && entries <= maxEntries && !signal.aborted;
     },
   };
-}
-
-/**
- * `folder`'s listing within its bounds, or null: past a bound, at the deadline, or refused (a key
- * that may write but not list: a put-only policy, a SAS without list). Then each file is asked about.
- */
-export async function listOrGiveUp(
-  target: ExportTarget,
-  folder: string,
-  deadline: AbortSignal,
-  onPage?: () => void,
-): Promise<Map<string, Present> | null> {
-  let reason = "past its bounds";
-  const listed = await target.list(folder, listingBudget(deadline, { onPage })).catch((error: unknown) => {
-    reason = deadline.aborted ? "deadline passed" : `refused: ${(error as Error).name}`;
-    return null;
-  });
-  if (!listed) logger().info({ folder, reason }, "export: listing given up, checking file by file");
-  return listed;
 }

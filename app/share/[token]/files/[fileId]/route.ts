@@ -1,4 +1,4 @@
-import { noStoreRedirect } from "@/lib/api/responses";
+import { noStoreRedirect } from "@/lib/http/responses";
 import { browserDownload } from "@/lib/http/browser-download";
 import { countShareDownload, lookUpShareToken } from "@/lib/share-links";
 import { publicOrigin } from "@/lib/site";

@@ -1,4 +1,4 @@
-import { noStoreRedirect } from "@/lib/api/responses";
+import { noStoreRedirect } from "@/lib/http/responses";
 import { currentBuyer } from "@/lib/auth/session";
 import { browserDownload } from "@/lib/http/browser-download";
 import { publicOrigin } from "@/lib/site";

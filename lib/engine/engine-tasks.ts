@@ -12,9 +12,10 @@ import {
 import { columnStatsFrom, columnStatsQuery, type ColumnStats, type ColumnStatsRow } from "./parquet-stats";
 import { checkGzipExpansion, checkLooksLike, UnreadableFileError } from "./checks";
 import { CSV_DELIMITERS, datasetEngineSettings, readerSql, sqlIdentifier, sqlString } from "./engine";
-import type { Compression, DataFormat, RenditionFormat } from "./formats";
+import type { Compression, DataFormat, RenditionFormat } from "../data-formats";
 import { previewRows, withinPreviewSize, type Json } from "./preview-values";
 import { portableSelectList } from "./spark-schema";
+import type { Column } from "./columns";
 
 /**
  * The work DuckDB does, run only in an engine process (./engine-child.ts), never in one that serves
@@ -26,7 +27,7 @@ import { portableSelectList } from "./spark-schema";
 /** Rows kept for the preview: the API's `limit` goes up to this. */
 export const PREVIEW_ROWS = 100;
 
-export type Column = { name: string; type: string; nullable: boolean };
+export type { Column };
 export type Profile = { columns: Column[]; rows: number; preview: Json[][] };
 
 /** What a task may touch: its own directory (read, write, spill) and the files it reads. */

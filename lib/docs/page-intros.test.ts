@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { listInWords, SECURITY_LOG_INTRO, WEBHOOKS_INTRO } from "./page-intros";
-import { SECURITY_EVENT_GROUPS, SECURITY_EVENT_KINDS } from "./security/log";
-import { WEBHOOK_EVENT_GROUPS, WEBHOOK_EVENT_TYPES } from "./webhooks/events";
+import { SECURITY_EVENT_GROUPS, SECURITY_EVENT_KINDS } from "../security/log";
+import { WEBHOOK_EVENT_GROUPS, WEBHOOK_EVENT_TYPES } from "../webhooks/events";
 
 // Issue #39: the Webhooks intro named three events of the seven offered; the Security log's named three areas of five.
 describe("the page intros keep in step with what the pages list", () => {

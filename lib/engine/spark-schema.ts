@@ -1,4 +1,4 @@
-import type { Column } from "./profile";
+import type { Column } from "./columns";
 
 /**
  * DuckDB column types as Delta Sharing's schema (the protocol's subset of Spark SQL's JSON schema),

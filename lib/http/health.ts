@@ -1,4 +1,4 @@
-import { sqlQuery } from "./db/client";
+import { sqlQuery } from "../db/client";
 
 /**
  * Whether the database answers within `timeoutMs`. The answer never waits longer; the probe

@@ -1,9 +1,9 @@
 import path from "node:path";
 import type { Readable } from "node:stream";
 import { db } from "../db/client";
-import { formatFromName } from "../datasets/formats";
+import { formatFromName } from "../data-formats";
 import { AppError } from "../errors";
-import { jobTransaction } from "../jobs";
+import { jobTransaction } from "../queue";
 import { parseS3Location } from "../storage/s3";
 import { tableNameFor } from "../tables/names";
 import { publishTable } from "../tables/publish";
@@ -17,9 +17,9 @@ import {
   storeFileBytes,
   type AddedFile,
   type FileSource,
-} from "./files";
-import { orderJson } from "./queries";
-import type { OrderStatus } from "./status";
+} from "../orders/files";
+import { orderJson } from "../orders/queries";
+import type { OrderStatus } from "../schemas/order-status";
 
 /** What operators do with orders (the CLI, the demo seed): create them, add files, move their status. */
 
@@ -85,7 +85,7 @@ export async function setOrderStatus(orderId: string, status: OrderStatus, now =
   });
 }
 
-export type { AddedFile } from "./files";
+export type { AddedFile } from "../orders/files";
 
 /**
  * Adds a file to an order, as `order:add-file` does: its bytes are stored (streamed into
@@ -206,4 +206,4 @@ export async function registerStoredObject(input: {
   return addOrderFile({ ...input, source: { location: input.location } });
 }
 
-export { contentTypeOf, findOrderForOperator } from "./files";
+export { contentTypeOf, findOrderForOperator } from "../orders/files";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatFromName, isOwnFormat, renditionName } from "./formats";
+import { formatFromName, isOwnFormat, renditionName } from "./data-formats";
 
 describe("a file's format from its name", () => {
   it.each([

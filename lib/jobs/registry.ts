@@ -1,13 +1,13 @@
 import { deliverNoticeMail } from "../auth/mail";
 import { runKeyLifecycle } from "../keys/lifecycle";
 import { errorFields, logger } from "../log";
-import { closeEnginePool, datasetEngineProcesses } from "../datasets/engine-pool";
+import { closeEnginePool, datasetEngineProcesses } from "../engine/engine-pool";
 import { handleProfileJob, handleRenditionJob } from "../datasets/jobs";
 import { continuePublicationOf, handlePublicationJob, sweepPublications } from "../tables/pipeline";
 import { handleDeliveryJob, requeueStrandedMessages } from "../webhooks/deliver";
 import { exportConcurrency } from "../exports/fairness";
 import { handleExportJob, requeueStrandedRuns } from "../exports/runs";
-import { QUEUES, sendJob, startWorker } from "./index";
+import { QUEUES, sendJob, startWorker } from "../queue";
 
 /** Every few minutes by default; KEY_LIFECYCLE_CRON (a cron expression, UTC) overrides it. */
 const DEFAULT_KEY_LIFECYCLE_CRON = "*/5 * * * *";

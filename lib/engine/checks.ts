@@ -2,7 +2,7 @@ import { createReadStream, promises as fs } from "node:fs";
 import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import { formatBytes } from "../format";
-import type { Compression, DataFormat } from "./formats";
+import type { Compression, DataFormat } from "../data-formats";
 
 /**
  * The checks made on a file's bytes before DuckDB reads them, in the engine process

@@ -1,9 +1,9 @@
-import { SECURITY_EVENT_GROUPS } from "./security/log";
-import { WEBHOOK_EVENT_GROUPS } from "./webhooks/events";
+import { SECURITY_EVENT_GROUPS } from "../security/log";
+import { WEBHOOK_EVENT_GROUPS } from "../webhooks/events";
 
 /**
  * The page intros that list what a page covers, built from the lists themselves (webhook events, security-log
- * kinds), so a new event or kind cannot leave an intro behind (lib/page-intros.test.ts).
+ * kinds), so a new event or kind cannot leave an intro behind (lib/docs/page-intros.test.ts).
  */
 
 /** "a, b and c". */

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { pipeline } from "node:stream/promises";
-import { requestIdFrom } from "./request-id";
+import { requestIdFrom } from "../request-id";
 import { textBodyOf } from "./text-response";
 import { isReadOnlyMethod, methodNotAllowed } from "./responses";
 
@@ -16,7 +16,7 @@ export type WebHandler<Incoming extends RouteRequest = RouteRequest> = (
   request: Incoming,
   context: {
     requestId: string;
-    /** The path parameters, decoded (lib/api/route-table.ts). */
+    /** The path parameters, decoded (lib/http/route-table.ts). */
     params: Record<string, string>;
     /** Node's request, for what a web Request lacks (the client's address). */
     incoming: IncomingMessage;

@@ -1,5 +1,5 @@
 import type { ServerOptions } from "node:http";
-import { milliseconds } from "./db/timeouts";
+import { milliseconds } from "../db/timeouts";
 
 /**
  * How long the app's HTTP server lets a client take to send its request, so a slow or idle

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { normaliseHandle } from "./platforms";
+import { normaliseHandle } from "./social-platforms";
 
 describe("handle rules", () => {
   it.each([

@@ -1,7 +1,7 @@
 const textBodies = new WeakMap<Response, string>();
 
 /**
- * A short answer whose text is kept beside it: served on Node's response (lib/api/node.ts), the
+ * A short answer whose text is kept beside it: served on Node's response (lib/http/node.ts), the
  * text is written as is, and the web body, which stays for web callers (tests), is never read
  * back: reading it was a twentieth of the CPU per API request (bench/api-accounts.ts, profiled).
  */

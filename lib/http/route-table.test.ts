@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { AppError } from "../errors";
 import { compileRouteTable, templateNames, templatePattern } from "./route-table";
-import { API_ROUTES } from "./routes";
+import { API_ROUTES } from "../api/routes";
 
 describe("the route table's matcher", () => {
   const match = compileRouteTable("/api/v1", [

@@ -12,7 +12,7 @@ export type EngineReply =
   { id: number; ok: true; value: unknown } | { id: number; ok: false; error: { message: string; unreadable: boolean } };
 
 if (!process.send) {
-  console.error("lib/datasets/engine-child.ts runs only as a child process of the app (lib/datasets/engine-pool.ts).");
+  console.error("lib/engine/engine-child.ts runs only as a child process of the app (lib/engine/engine-pool.ts).");
   process.exit(1);
 }
 

@@ -2,7 +2,7 @@ import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { storableText } from "../contract";
-import type { Compression, DataFormat } from "./formats";
+import type { Compression, DataFormat } from "../data-formats";
 
 /**
  * DuckDB, the engine that reads what is inside delivered files, and the rules every use of it

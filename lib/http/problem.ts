@@ -2,7 +2,7 @@ import { AUTH_FAILURE_LIMIT, DATASETS_RATE_LIMIT, DOWNLOAD_LINK_TTL_SECONDS, ORD
 import { textResponse } from "./text-response";
 import { AppError, type ErrorCode } from "../errors";
 import { configuredOrigin } from "../site";
-import { unexpectedError } from "../http/unexpected-error";
+import { unexpectedError } from "./unexpected-error";
 
 type ApiError = { status: number; title: string; /** for the API reference */ meaning: string };
 
