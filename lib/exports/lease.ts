@@ -13,9 +13,14 @@ import { stallTimeoutMs } from "./targets/target";
 
 /** A run's lease: a dead worker's run is free again this soon. */
 export const LEASE_MS = 120_000;
-/** An attempt that moved nothing for this long gives up its lease: twice a request's stall timeout (2 minutes by default). */
+/**
+ * An attempt that moved nothing for this long gives up its lease: three times a request's stall timeout (3 minutes by
+ * default). Longer than a store request's own bounds (two tries of the stall timeout each, and the pause between), so
+ * a store that hangs fails with its own timeout, which says what happened, and this limit stops only what those
+ * bounds cannot (a store that answers a byte at a time). At twice, the two raced (CI failed once on which came first).
+ */
 export function attemptIdleLimitMs(): number {
-  return 2 * stallTimeoutMs();
+  return 3 * stallTimeoutMs();
 }
 
 export type HeldLease = {
