@@ -30,7 +30,7 @@ import {
 import { socialPlatformSchema } from "../lib/schemas/social-platforms";
 import { DESTINATION_TYPES, EXPORT_FORMATS } from "../lib/exports/config";
 import { createDestination, findDestinationForOperator, testDestination } from "../lib/exports/destinations";
-import { exportNow, waitForRuns } from "../lib/exports/runs";
+import { exportNow, waitForRuns } from "../lib/exports/run-now";
 import { logToStderr } from "../lib/log";
 import { runMain } from "./run-main";
 

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDestination } from "../../lib/exports/destinations";
-import { exportNow } from "../../lib/exports/runs";
+import { exportNow } from "../../lib/exports/run-now";
 import { closeJobQueue } from "../../lib/queue";
 import { exportRunPageSchema, exportRunSchema } from "../../lib/schemas/exports";
 import { OPERATOR } from "../../lib/security/log";

@@ -13,7 +13,9 @@ import {
   testOwnDestination,
   updateDestination,
 } from "../../lib/exports/destinations";
-import { exportNow, MAX_ATTEMPTS, runExport } from "../../lib/exports/runs";
+import { MAX_ATTEMPTS } from "../../lib/exports/outcomes";
+import { exportNow } from "../../lib/exports/run-now";
+import { runExport } from "../../lib/exports/runs";
 import { openTarget } from "../../lib/exports/targets";
 import { AzureTarget } from "../../lib/exports/targets/azure";
 import { S3Target } from "../../lib/exports/targets/s3";

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../lib/db/client";
 import { createDestination } from "../../lib/exports/destinations";
-import { exportNow } from "../../lib/exports/runs";
+import { exportNow } from "../../lib/exports/run-now";
 import { closeJobQueue } from "../../lib/queue";
 import { OPERATOR } from "../../lib/security/log";
 import { processPendingNow } from "../../lib/tables/pipeline";

@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../lib/db/client";
 import { createDestination } from "../../lib/exports/destinations";
-import { exportNow } from "../../lib/exports/runs";
+import { exportNow } from "../../lib/exports/run-now";
 import { closeJobQueue } from "../../lib/queue";
 import { OPERATOR } from "../../lib/security/log";
 import { createTestEnvironment } from "../helpers/database";

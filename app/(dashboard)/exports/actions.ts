@@ -10,7 +10,7 @@ import {
   testOwnDestination,
   updateDestination,
 } from "@/lib/exports/destinations";
-import { exportNow } from "@/lib/exports/runs";
+import { exportNow } from "@/lib/exports/run-now";
 import { sessionActor } from "@/lib/security/client";
 
 /** Export destination mutations of the dashboard (session, validation and CSRF: see buyerAction). */
