@@ -8,18 +8,18 @@ import { annotateRequest } from "../observability";
 import { publicOrigin } from "../site";
 import { sharingErrorResponse } from "./errors";
 import { SHARING_PATH } from "./profile";
+import type { SharingHandler } from "./protocol";
 import {
   getShare,
   listAllTables,
   listSchemas,
   listShares,
   listTablesInSchema,
-  queryTable,
-  tableChanges,
   tableMetadata,
   tableVersion,
-  type SharingHandler,
-} from "./protocol";
+} from "./protocol-catalog";
+import { tableChanges } from "./protocol-changes";
+import { queryTable } from "./protocol-query";
 
 /** Where the Delta Sharing server is: the `endpoint` of a sharing profile. */
 export const SHARING_PATH_PATTERN = /^\/api\/delta-sharing(?:\/|$)/;
