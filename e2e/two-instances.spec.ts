@@ -95,10 +95,16 @@ test("a session, keys, revocations, downloads and the rate limit span both insta
   expect(new URL(location).origin).toBe(s3.endpoint);
   expect(sha256(Buffer.from(await (await fetch(location)).arrayBuffer()))).toBe(sha256(bytes));
 
-  // 61 counted requests of the account spread over both instances within a minute (two made
-  // above, 59 here): exactly one 429, the last.
+  // The account's 60 a minute, counted over both instances: 66 requests alternating between them
+  // (33 each, within each instance's own 60) meet 429s. Not an exact count: the sliding window
+  // weighs the previous fixed window's count by how much of it is still inside the minute, so the
+  // two counted requests above weigh 0 to 2 here (CI once saw 59 answers of 200 where 58 were
+  // asserted), and the few seconds of this loop free up to 3 more.
   const statuses: number[] = [];
-  for (let i = 0; i < 59; i++) statuses.push((await api(i % 2 ? one : two, "/orders?limit=1", second)).status);
-  expect(statuses.filter((status) => status === 200)).toHaveLength(58);
-  expect(statuses.slice(-1)).toEqual([429]);
+  for (let i = 0; i < 66; i++) statuses.push((await api(i % 2 ? one : two, "/orders?limit=1", second)).status);
+  const firstLimited = statuses.indexOf(429);
+  expect(firstLimited).toBeGreaterThanOrEqual(58);
+  expect(firstLimited).toBeLessThanOrEqual(63);
+  expect(statuses.slice(0, firstLimited).every((status) => status === 200)).toBe(true);
+  expect(statuses.filter((status) => status === 200).length).toBeLessThanOrEqual(63);
 });
