@@ -40,7 +40,7 @@ export const exportPathSchema = z.object({
 const timestamp = z.iso.datetime().meta({ example: "2026-11-26T09:30:00.000Z" });
 
 export const EXPORT_TRIGGERS = ["order.delivered", "table.updated", "manual"] as const;
-export const EXPORT_RUN_STATES = ["pending", "running", "completed", "failed"] as const;
+export const EXPORT_RUN_STATES = ["pending", "awaiting_approval", "running", "completed", "failed", "skipped"] as const;
 
 export const exportRunSchema = z
   .object({

@@ -16,7 +16,7 @@ export type VersionHistory = {
   }[];
   publications: {
     id: string;
-    status: "processing" | "ready" | "failed";
+    status: "processing" | "held" | "ready" | "failed";
     error: string | null;
     created_at: string;
     version: number | null;

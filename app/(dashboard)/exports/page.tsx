@@ -10,7 +10,14 @@ import { DestinationActions, DestinationForm } from "./destination-controls";
 
 export const metadata: Metadata = { title: "Exports" };
 
-const STATE_TONE = { pending: "amber", running: "amber", completed: "green", failed: "red" } as const;
+const STATE_TONE = {
+  pending: "amber",
+  awaiting_approval: "amber",
+  running: "amber",
+  completed: "green",
+  failed: "red",
+  skipped: "slate",
+} as const;
 const TYPE_LABEL = { s3: "S3", azure: "Azure Blob", sftp: "SFTP" } as const;
 
 function duration(startedAt: string | null, finishedAt: string | null): string {
