@@ -3,7 +3,6 @@ import { createReadStream, createWriteStream, promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
-import { pipeline } from "node:stream/promises";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { createBuyer } from "../lib/buyers";
 import { datasetEngineSettings } from "../lib/engine/engine";
@@ -12,6 +11,7 @@ import { closeJobQueue } from "../lib/queue";
 import { createOrder } from "../lib/operator/orders";
 import { publishTable } from "../lib/tables/publish";
 import { benchRounds, spread } from "./lib/interleaved";
+import { writeProductParts } from "./lib/product-parts";
 import {
   BENCH_AUTH_SECRET,
   freshBenchDatabase,
@@ -55,30 +55,7 @@ const env = {
 Object.assign(process.env, env);
 
 log(`writing ${megabytes} MB of CSV in 10 parts`);
-const parts: string[] = [];
-const perPart = Math.ceil((megabytes * 1024 * 1024) / 10);
-let id = 0;
-for (let part = 1; part <= 10; part++) {
-  const file = path.join(workDir, `products-part-${String(part).padStart(2, "0")}.csv`);
-  parts.push(file);
-  await pipeline(
-    (async function* () {
-      yield "id,sku,name,price,quantity,listed_at,category,note\n";
-      for (let written = 0; written < perPart;) {
-        const lines: string[] = [];
-        for (let i = 0; i < 20_000; i++, id++) {
-          lines.push(
-            `${id},SKU-${id},"Product ${id}, deluxe",${(id % 10_000) / 100},${id % 500},2026-10-${String((id % 28) + 1).padStart(2, "0")} 08:00:00,cat-${id % 40},${id % 7 === 0 ? "" : `note ${id % 1000}`}`,
-          );
-        }
-        const chunk = lines.join("\n") + "\n";
-        written += chunk.length;
-        yield chunk;
-      }
-    })(),
-    createWriteStream(file),
-  );
-}
+const parts = await writeProductParts(workDir, megabytes);
 
 /** The job worker as operators run it on its own, with its engine processes. */
 async function startWorker(): Promise<ChildProcess> {

@@ -9,6 +9,7 @@ import autocannon from "autocannon";
  * connection, and each connection cycles through its slice (10,000 accounts' keys over 50
  * connections: 200 each). `requestsFile` holds the requests instead of `requests` (10,000 keys
  * exceed the OS's limit for an environment variable). A warm-up run comes first and is discarded.
+ * With `untilStopped`, the measured part lasts until the process gets SIGUSR2.
  * Prints one JSON object.
  */
 type Request = { path: string; headers?: Record<string, string> };
@@ -19,6 +20,8 @@ type Config = {
   cycle?: boolean;
   /** Requests in all, instead of a duration (no warm-up). */
   amount?: number;
+  /** Run until SIGUSR2 instead of `seconds` (the measured part: while something else runs). */
+  untilStopped?: boolean;
   connections: number;
   seconds: number;
   warmupSeconds: number;
@@ -53,7 +56,10 @@ const warmup = config.warmupSeconds > 0 && !config.amount ? await load(config.wa
 // Tells the parent the measured run starts now (it samples the server's CPU around it).
 console.log(JSON.stringify({ phase: "measuring" }));
 const cpuBefore = process.cpuUsage();
-const result = await load(config.seconds);
+const measured = load(config.untilStopped ? 86_400 : config.seconds);
+// The promise autocannon returns is also its instance (typed as a plain promise), which stop() ends early.
+if (config.untilStopped) process.once("SIGUSR2", () => (measured as unknown as { stop: () => void }).stop());
+const result = await measured;
 const cpu = process.cpuUsage(cpuBefore);
 console.log(
   JSON.stringify({

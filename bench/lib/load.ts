@@ -37,11 +37,26 @@ export type LoadResult = {
 
 /** Runs bench/lib/load-client.ts in its own process; samples the server's CPU around the measured part. */
 export function runLoad(server: Server, config: LoadConfig, requests: LoadRequest[] = []): Promise<LoadResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", path.resolve("bench/lib/load-client.ts")], {
-      env: { ...process.env, LOAD_CONFIG: JSON.stringify({ url: server.url, requests, ...config }) },
-      stdio: ["ignore", "pipe", "inherit"],
-    });
+  return startLoad(server, config, requests).result;
+}
+
+/**
+ * The same load, started: `measuring` resolves when the warm-up is over and the measured part begins;
+ * `stop()` ends a load started with `untilStopped` (the measured part then lasts exactly as long as
+ * whatever ran beside it) and gives its result.
+ */
+export function startLoad(
+  server: Server,
+  config: LoadConfig & { untilStopped?: boolean },
+  requests: LoadRequest[] = [],
+): { measuring: Promise<void>; result: Promise<LoadResult>; stop: () => Promise<LoadResult> } {
+  const child = spawn(process.execPath, ["--import", "tsx", path.resolve("bench/lib/load-client.ts")], {
+    env: { ...process.env, LOAD_CONFIG: JSON.stringify({ url: server.url, requests, ...config }) },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let measuringStarted!: () => void;
+  const measuring = new Promise<void>((resolve) => (measuringStarted = resolve));
+  const result = new Promise<LoadResult>((resolve, reject) => {
     let buffered = "";
     let start: { server: number; machine: number } | undefined;
     let result: Omit<LoadResult, "server_cpu_s" | "machine_busy_cpu_s"> | undefined;
@@ -56,6 +71,7 @@ export function runLoad(server: Server, config: LoadConfig, requests: LoadReques
         const message = JSON.parse(line) as { phase?: string };
         if (message.phase === "measuring") {
           start = { server: treeCpuSeconds(server.pid), machine: machineBusySeconds() };
+          measuringStarted();
         } else {
           end = { server: treeCpuSeconds(server.pid), machine: machineBusySeconds() };
           result = message as typeof result;
@@ -72,6 +88,12 @@ export function runLoad(server: Server, config: LoadConfig, requests: LoadReques
       });
     });
   });
+  const stop = async () => {
+    await measuring;
+    child.kill("SIGUSR2");
+    return result;
+  };
+  return { measuring, result, stop };
 }
 
 /** A load result as the reports show it. */
