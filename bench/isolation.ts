@@ -14,7 +14,7 @@ import {
   sleep,
   startAppServer,
 } from "./lib/common";
-import { cpuShare, schedulingGroup, type CpuShare } from "./lib/cpu-share";
+import { cpuShare, schedulingGroup } from "./lib/cpu-share";
 import { benchRounds, formatSpread, spread } from "./lib/interleaved";
 import { runLoad, startLoad, type LoadResult } from "./lib/load";
 import { activitySampler, type ActivitySummary } from "./lib/pg-activity";
@@ -100,9 +100,19 @@ const placements = {
   nice: { name: "nice -n 19 in the server's session", wrap: (c: string, a: string[]) => ["nice", "-n", "19", c, ...a] },
 } satisfies Record<string, Placement>;
 
+const dataWork = new Set<ChildProcess>();
+// A run stopped half-way (Ctrl-C, an error) must not leave a worker or a publisher behind.
+for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => process.exit(130));
+process.once("exit", () => {
+  for (const child of dataWork) if (child.exitCode === null) child.kill("SIGKILL");
+});
+
 function spawnIn(placement: Placement, script: string, args: string[]): ChildProcess {
   const [command, ...rest] = placement.wrap(process.execPath, ["--import", "tsx", path.resolve(script), ...args]);
-  return spawn(command!, rest, { env: dataEnv, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(command!, rest, { env: dataEnv, stdio: ["ignore", "pipe", "pipe"] });
+  dataWork.add(child);
+  child.once("exit", () => dataWork.delete(child));
+  return child;
 }
 
 async function startWorker(placement: Placement): Promise<ChildProcess> {

@@ -31,8 +31,8 @@ type Row = {
 
 const SAMPLE = `
 SELECT pid, state, wait_event_type, wait_event, pg_blocking_pids(pid) AS blockers,
-       extract(epoch FROM clock_timestamp() - query_start) * 1000 AS statement_ms,
-       extract(epoch FROM clock_timestamp() - xact_start) * 1000 AS transaction_ms,
+       (extract(epoch FROM clock_timestamp() - query_start) * 1000)::float8 AS statement_ms,
+       (extract(epoch FROM clock_timestamp() - xact_start) * 1000)::float8 AS transaction_ms,
        left(regexp_replace(query, '\\s+', ' ', 'g'), 100) AS query
 FROM pg_stat_activity
 WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend' AND state <> 'idle'`;
