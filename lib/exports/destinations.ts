@@ -270,7 +270,7 @@ export function describePlace(destination: DestinationConfig): string {
  */
 export async function testDestination(row: DestinationRow, by: Actor): Promise<{ ok: boolean; message: string }> {
   const destination = await openDestination(row);
-  const target = openTarget(destination);
+  const target = await openTarget(destination);
   const key = `${TEST_OBJECT_NAME}-${randomBytes(6).toString("hex")}.txt`;
   const bytes = Buffer.from(`Dataset Access connection test of ${row.name}, ${new Date().toISOString()}\n`);
   let outcome: { ok: boolean; message: string };

@@ -2,8 +2,7 @@ import { storableText } from "../contract";
 import { AppError } from "../errors";
 import { ANSWER_LIMIT_BYTES, ForbiddenAddressError } from "./network";
 import { redactSecrets } from "./secrets";
-import { HostKeyMismatchError } from "./targets/sftp";
-import { SourceChangedError } from "./targets/target";
+import { HostKeyMismatchError, SourceChangedError } from "./targets/target";
 
 /** How much of a store's own words a sentence keeps: a store may answer megabytes of error body. */
 const QUOTE_LIMIT = 300;

@@ -193,7 +193,7 @@ async function attempt(run: Leased, lease: HeldLease, startedAt: Date, now: () =
       ...(scope.table ? { table: scope.table.name, version: scope.table.version } : {}),
     };
     const planned = planKeys(files, template, values);
-    target = openTarget(destination);
+    target = await openTarget(destination);
     const copied = await copyAll(run, target, planned, destinationRow.id, lease);
     const manifest = manifestOf(run, order, planned, copied, target);
     const folder = planned.length > 0 ? commonFolder(planned.map((file) => file.key)) : runFolder(template, values);

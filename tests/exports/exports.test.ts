@@ -438,7 +438,7 @@ describe("export runs to S3, Azure and SFTP from both storage drivers", () => {
       for (const [type, id] of Object.entries(made) as [StoreType, string][]) {
         // One object removed from the store: Export now copies it alone again.
         const row = await db().exportDestination.findUniqueOrThrow({ where: { id } });
-        const target = openTarget(await openDestination(row));
+        const target = await openTarget(await openDestination(row));
         await target.delete("part-3.bin");
         await target.close();
         const [manual] = await exportNow({ orderId: order.id, destinationId: id, buyerId: account.id });

@@ -602,7 +602,7 @@ describe("one table", () => {
       // The same object presigned the same way, ten minutes ago: the store refuses it.
       const [bucket, ...keyParts] = url.pathname.slice(1).split("/");
       const stale = await getSignedUrl(
-        s3Client(),
+        await s3Client(),
         new GetObjectCommand({ Bucket: bucket, Key: decodeURIComponent(keyParts.join("/")) }),
         { expiresIn: 300, signingDate: new Date(Date.now() - 600_000) },
       );

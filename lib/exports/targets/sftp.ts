@@ -7,6 +7,7 @@ import type { SftpDestinationConfig } from "../config";
 import { guardedSocket } from "../network";
 import {
   asStream,
+  HostKeyMismatchError,
   READ_LIMIT_BYTES,
   readSmall,
   stallTimeoutMs,
@@ -23,8 +24,8 @@ export function hostKeyFingerprint(publicKey: Buffer): string {
   return `SHA256:${createHash("sha256").update(publicKey).digest("base64").replace(/=+$/, "")}`;
 }
 
-/** Thrown when the server's host key is not the pinned one: nothing was sent to it. */
-export class HostKeyMismatchError extends Error {}
+// Defined with the other targets' errors, so reading an error does not load ssh2.
+export { HostKeyMismatchError } from "./target";
 
 /**
  * A directory on an SFTP server, over ssh2 (pure JavaScript). The server's host key must match the

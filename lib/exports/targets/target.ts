@@ -55,6 +55,9 @@ export function stallTimeoutMs(): number {
   return Number.isFinite(configured) && configured > 0 ? configured : 60_000;
 }
 
+/** Thrown when an SFTP server's host key is not the pinned one: nothing was sent to it. */
+export class HostKeyMismatchError extends Error {}
+
 /** A stored file whose bytes are not what its record says: it is not copied (nor anything made of it). */
 export class SourceChangedError extends Error {}
 
