@@ -1,5 +1,5 @@
 import { fork, type ChildProcess } from "node:child_process";
-import { promises as fs } from "node:fs";
+import { existsSync, promises as fs } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { formatBytes } from "../format";
@@ -31,9 +31,19 @@ const MEMORY_POLL_MS = 200;
 export const ENGINE_TASK_ATTEMPTS = 3;
 const RETRY_DELAY_MS = 1_000;
 
-const CHILD_ENTRY = fileURLToPath(new URL("./engine-child.ts", import.meta.url));
-/** The engine process runs TypeScript as the app does (tsx), resolved from here so any working directory works. */
-const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
+/**
+ * How an engine process starts. From source, it runs TypeScript as the app does (tsx, resolved from here so any
+ * working directory works). In the operator CLI's bundle (scripts/cli-build.mjs) this module is a chunk next to
+ * the bundled child, engine-child.mjs, which starts as plain JavaScript without compiling anything.
+ */
+function childStart(): { entry: string; execArgv: string[] } {
+  if (!import.meta.url.endsWith(".ts")) {
+    const built = fileURLToPath(new URL("./engine-child.mjs", import.meta.url));
+    if (existsSync(built)) return { entry: built, execArgv: [] };
+  }
+  const loader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
+  return { entry: fileURLToPath(new URL("./engine-child.ts", import.meta.url)), execArgv: ["--import", loader] };
+}
 
 /** Signals of a process that crashed by itself (a fault in DuckDB's code, met on this file's content). */
 const CRASH_SIGNALS = new Set(["SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGTRAP"]);
@@ -196,8 +206,9 @@ class EngineProcess {
     private readonly settings: DatasetEngineSettings,
     private readonly onExit: (engine: EngineProcess) => void,
   ) {
-    this.child = fork(CHILD_ENTRY, [], {
-      execArgv: ["--import", TSX_LOADER, "--max-old-space-size=1024"],
+    const start = childStart();
+    this.child = fork(start.entry, [], {
+      execArgv: [...start.execArgv, "--max-old-space-size=1024"],
       serialization: "advanced",
       stdio: ["ignore", "inherit", "inherit", "ipc"],
     });

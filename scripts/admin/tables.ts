@@ -1,0 +1,96 @@
+import { z } from "zod";
+import { pruneTable, tableHistory } from "../../lib/tables/admin";
+import { publishTable } from "../../lib/tables/publish";
+import { assertReadableFile, command, interruption, readableFile, text, wholeNumber, type Command } from "./command";
+
+/** Tables: publishing a version from parts, reading and trimming the history. */
+
+export const commands: Record<string, Command> = {
+  "table:publish": command(
+    z
+      .object({
+        order: text,
+        table: text,
+        path: z.array(text).optional(),
+        from: z.array(text).optional(),
+        mode: z.enum(["snapshot", "append"]).optional(),
+        key: text.optional(),
+      })
+      .refine((options) => (options.path?.length ?? 0) + (options.from?.length ?? 0) > 0, {
+        message: "give the parts with --path FILE or --from s3://BUCKET/KEY (each may be repeated)",
+        path: ["path"],
+      }),
+    async (options) => {
+      for (const filePath of options.path ?? []) await assertReadableFile(filePath);
+      const published = await publishTable({
+        orderId: options.order,
+        table: options.table,
+        mode: options.mode,
+        key: options.key?.split(","),
+        parts: [
+          ...(options.path ?? []).map((filePath) => ({ source: readableFile(filePath) })),
+          ...(options.from ?? []).map((location) => ({ source: { location } })),
+        ],
+        signal: interruption.signal,
+      });
+      return {
+        json: {
+          table: published.table,
+          publication: published.publication,
+          files: published.files.map(({ id, name, size, sha256 }) => ({ id, name, size, sha256 })),
+        },
+        text:
+          `Published ${published.files.length} part(s) to table ${published.table} as publication ${published.publication}; ` +
+          `it becomes the next version once every part is profiled and checked (table:versions shows it).\n` +
+          published.files
+            .map((file) => `  ${file.id} "${file.name}" (${file.size} bytes, sha256 ${file.sha256})`)
+            .join("\n"),
+      };
+    },
+  ),
+
+  "table:versions": command(z.object({ order: text, table: text }), async (options) => {
+    const history = await tableHistory(options.order, options.table);
+    const versions = history.versions.map(
+      (version) =>
+        `  v${version.version}  ${version.created_at}  ${version.rows} rows` +
+        (version.changes
+          ? `  +${version.changes.inserted} ~${version.changes.updated} -${version.changes.deleted}`
+          : "") +
+        (version.pruned ? "  (pruned)" : ""),
+    );
+    const publications = history.publications.map(
+      (publication) =>
+        `  ${publication.id}  ${publication.created_at}  ${publication.status}` +
+        (publication.version ? ` (v${publication.version})` : "") +
+        (publication.error ? `: ${publication.error}` : ""),
+    );
+    return {
+      json: {
+        versions: history.versions.map(({ version, created_at, rows, changes }) => ({
+          version,
+          created_at,
+          rows,
+          changes,
+        })),
+        publications: history.publications.map(({ id, status, error, created_at }) => ({
+          id,
+          status,
+          error,
+          created_at,
+        })),
+      },
+      text: `Versions of ${options.table}:\n${versions.join("\n") || "  (none yet)"}\nPublications:\n${publications.join("\n")}`,
+    };
+  }),
+
+  "table:prune": command(z.object({ order: text, table: text, keep: wholeNumber.min(1) }), async (options) => {
+    const report = await pruneTable(options.order, options.table, options.keep);
+    return {
+      json: report,
+      text: report.pruned.length
+        ? `Pruned versions ${report.pruned.join(", ")} of ${options.table}: ${report.files_deleted} files, ${report.bytes_deleted} bytes deleted; kept ${report.kept.join(", ")}.`
+        : `Nothing to prune: ${options.table} has ${report.kept.length} version(s).`,
+    };
+  }),
+};
