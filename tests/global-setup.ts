@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import path from "node:path";
 import type { TestProject } from "vitest/node";
 import { buildProductionServer, openTestDatabaseServer } from "./helpers/database-server";
@@ -18,6 +19,8 @@ export default async function setup(project: TestProject) {
   const logDir = path.resolve("test-results/logs", new Date().toISOString().replace(/[:.]/g, "-"));
   project.provide("testLogDir", logDir);
   buildProductionServer();
+  // The CLI tests run the built operator CLI, as `npm run admin` does; built here once, not by each test file.
+  execFileSync(process.execPath, ["scripts/cli-build.mjs", "--if-stale"], { stdio: "inherit" });
   const server = await openTestDatabaseServer();
   project.provide("databaseServerUrl", server.url);
   // STORAGE_DRIVER=s3 runs the tests against object storage: the given S3_* settings, else a store of their own.
