@@ -34,8 +34,8 @@ type Result = { code: number; stdout: string; stderr: string };
 function admin(...args: string[]): Promise<Result> {
   return new Promise((resolve) => {
     execFile(
-      path.resolve("node_modules/.bin/tsx"),
-      ["scripts/admin.ts", ...args],
+      process.execPath,
+      ["scripts/admin-cli.mjs", ...args],
       { env: { ...process.env, DATABASE_URL: database.url, STORAGE_DIR: storageDir }, maxBuffer: 10 * 1024 * 1024 },
       (error, stdout, stderr) =>
         resolve({ code: error ? ((error.code as number | undefined) ?? 1) : 0, stdout, stderr }),

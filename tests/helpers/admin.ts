@@ -1,5 +1,4 @@
 import { execFile } from "node:child_process";
-import path from "node:path";
 
 export type AdminResult = { code: number; stdout: string; stderr: string };
 
@@ -7,8 +6,8 @@ export type AdminResult = { code: number; stdout: string; stderr: string };
 export function runAdmin(env: Record<string, string | undefined>, ...args: string[]): Promise<AdminResult> {
   return new Promise((resolve) => {
     execFile(
-      path.resolve("node_modules/.bin/tsx"),
-      ["scripts/admin.ts", ...args],
+      process.execPath,
+      ["scripts/admin-cli.mjs", ...args],
       { env: { ...process.env, ...env }, maxBuffer: 10 * 1024 * 1024 },
       (error, stdout, stderr) =>
         resolve({ code: error ? ((error.code as number | undefined) ?? 1) : 0, stdout, stderr }),
