@@ -25,6 +25,7 @@ export type ErrorCode =
   | "rendition_pending"
   | "table_not_found"
   | "version_not_found"
+  | "quality_report_not_found"
   | "export_not_found"
   // Delta Sharing (lib/sharing): the protocol's own codes are made from these
   | "sharing_not_found"

@@ -27,9 +27,10 @@ import {
   versionSchema,
 } from "../schemas/api";
 import { exportPathSchema, exportRunPageSchema, exportRunSchema, listExportsQuerySchema } from "../schemas/exports";
+import { qualityReportSchema } from "../schemas/quality";
 import { configuredOrigin, publicOrigin, trustsProxy } from "../site";
 import { allowanceHeaders, parsePlatform, readSocialProfile } from "../social/profiles";
-import { changeFileTarget, tableJson, versionJson, versionPageJson } from "../tables/queries";
+import { changeFileTarget, qualityReportJson, tableJson, versionJson, versionPageJson } from "../tables/queries";
 import { buildOpenApiDocument } from "./openapi";
 import type { RouteRequest } from "../http/node";
 import { route, type ApiRoute } from "./route-spec";
@@ -161,6 +162,30 @@ export const API_ROUTES: readonly ApiRoute[] = [
     handler: async ({ key, params, sql }) =>
       apiJson(
         await versionJson(
+          key.buyerId,
+          params.id,
+          params.name,
+          parseValue(versionNumberSchema, params.version, "version"),
+          sql,
+        ),
+      ),
+  }),
+  route({
+    operationId: "getVersionQuality",
+    path: "/orders/{id}/tables/{name}/versions/{version}/quality",
+    permission: "datasets:read",
+    keyInFirstRead: true,
+    summary: "Read a version's quality report",
+    description:
+      "The version's publication measured against the table's previous version before it went out: rows, changes, " +
+      "added columns, per-column null fraction, distinct count, min, max, mean and PSI, and every check with its " +
+      "outcome. A version made before quality reports existed answers 404 `quality_report_not_found`.",
+    params: versionPathSchema,
+    answer: { json: qualityReportSchema, description: "The quality report." },
+    errors: ["invalid_request", "order_not_found", "table_not_found", "version_not_found", "quality_report_not_found"],
+    handler: async ({ key, params, sql }) =>
+      apiJson(
+        await qualityReportJson(
           key.buyerId,
           params.id,
           params.name,

@@ -72,6 +72,12 @@ export const API_ERRORS = {
     title: "Version not found",
     meaning: "No such version of the table: it was never made, or it was pruned.",
   },
+  quality_report_not_found: {
+    status: 404,
+    title: "Quality report not found",
+    meaning:
+      "The version was made before quality reports existed, so it has none (its Version's `quality` reads as passed with no checks).",
+  },
   export_not_found: {
     status: 404,
     title: "Export not found",

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { ORDER_PAGE_SIZE } from "../contract";
 import { FILE_FORMATS, PROFILE_STATUSES, RENDITION_FORMATS, RENDITION_STATUSES } from "../data-formats";
 import { ORDER_STATUSES } from "./order-status";
+import { qualitySchema } from "./quality";
 import { handleRulesText, SOCIAL_PLATFORMS } from "./social-platforms";
 
 /**
@@ -170,6 +171,10 @@ export const versionSchema = z
     rows: z.number().int().meta({ description: "The table's rows as of this version.", example: 250000 }),
     columns: z.array(columnSchema),
     changes: changesSchema.nullable().meta({ description: "What changed against the previous version." }),
+    quality: qualitySchema.meta({
+      description:
+        "How it was judged before it went out (its report: GET .../versions/{version}/quality). A version made before the checks existed: passed, no checks.",
+    }),
     files: z.array(fileSchema).meta({ description: "The parts published as this version." }),
   })
   .meta({ id: "Version", description: "One version of a table." });

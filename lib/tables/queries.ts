@@ -5,6 +5,7 @@ import type { DownloadTarget } from "../downloads/links";
 import { AppError } from "../errors";
 import { isTypedId } from "../ids";
 import { FILE_JSON, isoUtc, orderNotFound, TABLE_JSON } from "../orders/queries";
+import { QUALITY_BEFORE_CHECKS } from "../schemas/quality";
 import { TABLE_NAME_PATTERN } from "./names";
 
 /**
@@ -23,6 +24,7 @@ const VERSION_JSON = Prisma.sql`json_build_object(
   'rows', v.rows,
   'columns', v.columns,
   'changes', v.changes,
+  'quality', COALESCE(v.quality, ${JSON.stringify(QUALITY_BEFORE_CHECKS)}::jsonb),
   'files', COALESCE((
     SELECT json_agg(${FILE_JSON} ORDER BY f.name)
     FROM order_files f
@@ -113,6 +115,38 @@ export async function versionJson(
   foundOrThrow(row, orderId, name);
   if (!row!.version) throw versionNotFound(name, version);
   return row!.version;
+}
+
+/**
+ * `GET .../versions/{version}/quality`: the quality report stored with the version's publication
+ * (made by the checks before the version). A version made before the checks existed has none:
+ * 404 quality_report_not_found (its Version's quality reads as passed with no checks).
+ */
+export async function qualityReportJson(
+  buyerId: string,
+  orderId: string,
+  name: string,
+  version: number,
+  sql: SqlRunner = sqlQuery,
+): Promise<string> {
+  checkNames(orderId, name);
+  const query = Prisma.sql`
+    SELECT true AS order_found, vt.id IS NOT NULL AS table_found,
+      (SELECT json_build_object('report', p.report) FROM table_versions v
+         JOIN table_publications p ON p.id = v.publication_id
+       WHERE v.table_id = vt.id AND v.version = ${version} AND v.pruned_at IS NULL)::text AS version
+    ${scopedTable(orderId, buyerId, name)}`;
+  const [row] = await sql<Found & { version: string | null }>(query.text, query.values);
+  foundOrThrow(row, orderId, name);
+  if (!row!.version) throw versionNotFound(name, version);
+  const report = (JSON.parse(row!.version) as { report: unknown }).report;
+  if (report === null) {
+    throw new AppError(
+      "quality_report_not_found",
+      `Version ${version} of ${name} was made before quality reports existed, so it has none; its quality reads as passed with no checks.`,
+    );
+  }
+  return JSON.stringify(report);
 }
 
 export function tableNotFound(orderId: string, name: string): AppError {
