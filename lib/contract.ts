@@ -35,6 +35,9 @@ export function storableText(text: string): string {
  */
 export const FILE_NAME_MAX_BYTES = 245;
 
+/** A table lists the notices posted about it in the last this many days (Part 6). */
+export const NOTICE_DAYS = 90;
+
 /** `limit` of the order list: 1 to 50, 20 when not given. */
 export const ORDER_PAGE_SIZE = { min: 1, max: 50, default: 20 } as const;
 

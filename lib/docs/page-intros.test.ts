@@ -11,8 +11,9 @@ describe("the page intros keep in step with what the pages list", () => {
     expect(WEBHOOK_EVENT_GROUPS.flatMap((group) => group.events).sort()).toEqual([...offered].sort());
     for (const { when } of WEBHOOK_EVENT_GROUPS) expect(WEBHOOKS_INTRO).toContain(when);
     expect(WEBHOOKS_INTRO).toBe(
-      "We POST an event to your endpoints when an order is delivered or refunded, a table gets a new version, an API " +
-        "key is about to expire or has expired and an export run completes or fails, so your backend need not poll.",
+      "We POST an event to your endpoints when an order is delivered or refunded, a table gets a new version, a notice " +
+        "about a table is posted, an API key is about to expire or has expired and an export run completes or fails, " +
+        "so your backend need not poll.",
     );
   });
 

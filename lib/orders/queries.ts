@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { NOTICE_DAYS } from "../contract";
 import { db, Prisma, sqlQuery, type FileFormat, type ProfileStatus, type SqlRunner } from "../db/client";
 import { AppError } from "../errors";
 import { describeId, isTypedId } from "../ids";
@@ -42,7 +43,7 @@ export const FILE_JSON = Prisma.sql`json_build_object(
   'table', CASE WHEN t.id IS NULL THEN NULL ELSE json_build_object('name', t.name, 'version', p.version) END
 )`;
 
-/** A table row `t` as the API's Table object, `v` its current version (contract Part 4). */
+/** A table row `t` as the API's Table object, `v` its current version (contract Part 4), with its recent notices (Part 6). */
 export const TABLE_JSON = Prisma.sql`json_build_object(
   'name', t.name,
   'mode', t.mode,
@@ -50,7 +51,13 @@ export const TABLE_JSON = Prisma.sql`json_build_object(
   'version', t.current_version,
   'rows', v.rows,
   'columns', v.columns,
-  'updated_at', ${isoUtc(Prisma.sql`v.created_at`)}
+  'updated_at', ${isoUtc(Prisma.sql`v.created_at`)},
+  'notices', COALESCE((
+    SELECT json_agg(json_build_object('id', n.id, 'type', n.type, 'message', n.message,
+      'effective_at', ${isoUtc(Prisma.sql`n.effective_at`)}, 'created_at', ${isoUtc(Prisma.sql`n.created_at`)})
+      ORDER BY n.created_at DESC, n.id DESC)
+    FROM table_notices n
+    WHERE n.table_id = t.id AND n.created_at > now() - make_interval(days => ${NOTICE_DAYS})), '[]'::json)
 )`;
 
 /**

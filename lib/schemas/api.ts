@@ -1,8 +1,8 @@
 import { z } from "zod";
-import { ORDER_PAGE_SIZE } from "../contract";
+import { NOTICE_DAYS, ORDER_PAGE_SIZE } from "../contract";
 import { FILE_FORMATS, PROFILE_STATUSES, RENDITION_FORMATS, RENDITION_STATUSES } from "../data-formats";
 import { ORDER_STATUSES } from "./order-status";
-import { qualitySchema } from "./quality";
+import { noticeSchema, qualitySchema } from "./quality";
 import { handleRulesText, SOCIAL_PLATFORMS } from "./social-platforms";
 
 /**
@@ -142,6 +142,9 @@ export const tableSchema = z
     rows: z.number().int().nullable().meta({ description: "Rows as of the current version.", example: 250000 }),
     columns: z.array(columnSchema).nullable(),
     updated_at: timestamp.nullable().meta({ description: "When the current version was made." }),
+    notices: z.array(noticeSchema).meta({
+      description: `The operator's notices about the table (schema changes, delays, deprecations) of the last ${NOTICE_DAYS} days, newest first.`,
+    }),
   })
   .meta({ id: "Table", description: "A named dataset of an order, refreshed as versions." });
 

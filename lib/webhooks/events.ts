@@ -5,6 +5,7 @@ export const WEBHOOK_EVENT_TYPES = [
   "order.delivered",
   "order.refunded",
   "table.updated",
+  "table.notice",
   "key.expiring",
   "key.expired",
   "export.completed",
@@ -17,6 +18,8 @@ export const WEBHOOK_EVENT_DESCRIPTIONS: Record<WebhookEventType, string> = {
   "order.delivered": "An order's files are ready to download.",
   "order.refunded": "An order was refunded; its files can no longer be downloaded.",
   "table.updated": "A table of an order has a new version (data: the Version, with order_id and table).",
+  "table.notice":
+    "The operator posted a notice about a table: a schema change, a delay or a deprecation (data: the Notice, with order_id and table).",
   "key.expiring": "An API key expires in 7 days, and again 1 day before.",
   "key.expired": "An API key has expired.",
   "export.completed": "An export run copied its files to one of your destinations (Exports).",
@@ -28,6 +31,7 @@ export const WEBHOOK_EVENT_DESCRIPTIONS: Record<WebhookEventType, string> = {
 export const WEBHOOK_EVENT_GROUPS: readonly { when: string; events: readonly WebhookEventType[] }[] = [
   { when: "an order is delivered or refunded", events: ["order.delivered", "order.refunded"] },
   { when: "a table gets a new version", events: ["table.updated"] },
+  { when: "a notice about a table is posted", events: ["table.notice"] },
   { when: "an API key is about to expire or has expired", events: ["key.expiring", "key.expired"] },
   { when: "an export run completes or fails", events: ["export.completed", "export.failed"] },
 ];

@@ -28,6 +28,10 @@ export const COMMANDS: Record<string, { usage: string; group: Group }> = {
   },
   "table:versions": { usage: "--order ID --table NAME", group: tables },
   "table:prune": { usage: "--order ID --table NAME --keep N", group: tables },
+  "table:notice": {
+    usage: "--order ID --table NAME --type schema_change|delay|deprecation --message TEXT [--effective-at ISO]",
+    group: tables,
+  },
   "files:profile": { usage: "(--order ID | --all)", group: orders },
   "storage:migrate": { usage: "--to s3 [--dry-run] [--keep-local]", group: storage },
   "order:set-status": { usage: "--order ID --status delivered|refunded|unfinished", group: orders },

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { pruneTable, tableHistory } from "../../lib/tables/admin";
 import { publishTable } from "../../lib/tables/publish";
+import { postNotice } from "../../lib/tables/notices";
 import { assertReadableFile, command, interruption, readableFile, text, wholeNumber, type Command } from "./command";
 
 /** Tables: publishing a version from parts, reading and trimming the history. */
@@ -93,4 +94,25 @@ export const commands: Record<string, Command> = {
         : `Nothing to prune: ${options.table} has ${report.kept.length} version(s).`,
     };
   }),
+
+  "table:notice": command(
+    // Checked by postNotice, so the CLI and any other caller refuse alike.
+    z.object({
+      order: text,
+      table: text,
+      type: z.string(),
+      message: z.string(),
+      "effective-at": z.string().optional(),
+    }),
+    async (options) => {
+      const notice = await postNotice({
+        orderId: options.order,
+        table: options.table,
+        type: options.type,
+        message: options.message,
+        effectiveAt: options["effective-at"],
+      });
+      return { json: notice, text: `Posted ${notice.type} notice ${notice.id} on ${options.table}.` };
+    },
+  ),
 };
