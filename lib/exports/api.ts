@@ -42,11 +42,21 @@ export async function destinationRuns(buyerId: string, destinationId: string, li
     where: { buyerId, destinationId },
     orderBy: [{ createdAt: "desc" }, { id: "desc" }],
     take: limit,
-    select: { ...RUN_VIEW_SELECT, skipped: true, createdAt: true, nextAttemptAt: true, attempts: true },
+    select: {
+      ...RUN_VIEW_SELECT,
+      skipped: true,
+      createdAt: true,
+      nextAttemptAt: true,
+      attempts: true,
+      tableName: true,
+      tableVersion: true,
+    },
   });
   return rows.map((row) => ({
     ...exportRunView(row),
     skipped: row.skipped,
+    tableName: row.tableName,
+    tableVersion: row.tableVersion,
     createdAt: row.createdAt,
     nextAttemptAt: row.nextAttemptAt,
     attempts: row.attempts,

@@ -230,4 +230,12 @@ export const exportFormatSchema = z.enum(EXPORT_FORMATS, {
   error: `The format is one of ${EXPORT_FORMATS.join(", ")}.`,
 });
 
+/** none: every run goes out; on_warning: the run of a table version whose quality is not passed waits for the buyer (Part 6). */
+export const EXPORT_APPROVALS = ["none", "on_warning"] as const;
+export type ExportApproval = (typeof EXPORT_APPROVALS)[number];
+
+export const exportApprovalSchema = z.enum(EXPORT_APPROVALS, {
+  error: `The approval is one of ${EXPORT_APPROVALS.join(", ")}.`,
+});
+
 export const destinationNameSchema = plain("The name", DESTINATION_NAME_MAX);

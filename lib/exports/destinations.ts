@@ -6,6 +6,7 @@ import { recordSecurityEvent, type Actor } from "../security/log";
 import {
   DestinationInputError,
   destinationNameSchema,
+  exportApprovalSchema,
   exportFormatSchema,
   keyTemplateSchema,
   ordersSchema,
@@ -13,6 +14,7 @@ import {
   SECRET_FIELDS,
   type DestinationConfig,
   type DestinationType,
+  type ExportApproval,
   type ExportFormat,
 } from "./config";
 import { describeFailure } from "./failures";
@@ -38,6 +40,8 @@ export type DestinationInput = {
   orders?: "all" | string[];
   format?: ExportFormat;
   template?: string;
+  /** Whether a table version with quality warnings waits for the buyer's approval; none when not given. */
+  approval?: ExportApproval;
 };
 
 export type DestinationSettings = {
@@ -48,6 +52,7 @@ export type DestinationSettings = {
   orderIds: string[];
   format: ExportFormat;
   keyTemplate: string;
+  approval: ExportApproval;
 };
 
 /** Checks the whole input; the first problem is an invalid_argument AppError with a sentence. */
@@ -66,6 +71,7 @@ async function checkedInput(
     const orders = ordersSchema.parse(input.orders ?? "all");
     const format = exportFormatSchema.parse(input.format ?? "original");
     const keyTemplate = keyTemplateSchema.parse(input.template);
+    const approval = exportApprovalSchema.parse(input.approval ?? "none");
     if (orders !== "all") {
       const owned = await db().order.count({ where: { buyerId, id: { in: orders } } });
       if (owned !== new Set(orders).size) {
@@ -82,6 +88,7 @@ async function checkedInput(
         orderIds: orders === "all" ? [] : [...new Set(orders)],
         format,
         keyTemplate,
+        approval,
       },
     };
   } catch (error) {
@@ -110,6 +117,7 @@ const rowSettings = (settings: DestinationSettings) => ({
   orderIds: settings.orderIds,
   format: settings.format === "original" ? null : settings.format,
   keyTemplate: settings.keyTemplate,
+  approval: settings.approval,
 });
 
 /**
@@ -342,6 +350,7 @@ export async function listDestinations(buyerId: string): Promise<DestinationView
     orderIds: row.orderIds,
     format: row.format ?? "original",
     keyTemplate: row.keyTemplate,
+    approval: row.approval,
     enabled: row.enabled,
     pausedReason: row.pausedReason,
     failingSince: row.failingSince,

@@ -131,7 +131,8 @@ export async function notAttempted(runId: string, at: Date): Promise<RunOutcome>
     select: { state: true, attempts: true, leaseUntil: true, nextAttemptAt: true, error: true },
   });
   if (!run) return { result: "skipped", reason: "no such run" };
-  if (run.state === "completed" || run.state === "failed") return { result: "skipped", reason: `already ${run.state}` };
+  if (run.state === "awaiting_approval") return { result: "skipped", reason: "awaiting the buyer's approval" };
+  if (run.state !== "pending" && run.state !== "running") return { result: "skipped", reason: `already ${run.state}` };
   if (run.leaseUntil && run.leaseUntil > at) return { result: "skipped", reason: "another worker holds it" };
   if (run.attempts >= MAX_ATTEMPTS) {
     await db().exportRun.updateMany({

@@ -73,7 +73,7 @@ export async function waitForRuns(
       }
       if (outcome.result !== "skipped") break;
       const run = await db().exportRun.findUnique({ where: { id }, select: { state: true, leaseUntil: true } });
-      if (!run || run.state === "completed" || run.state === "failed") break;
+      if (!run || (run.state !== "pending" && run.state !== "running")) break; // over, or awaiting approval
       if (run.state === "pending" && !run.leaseUntil) break; // a retry is scheduled for later
       await sleep(pollMs);
     }

@@ -47,7 +47,9 @@ const RENDITION_WAIT_MS = 6 * 3600_000;
  * change itself, as emitEvent is for webhooks: `order.delivered` from setOrderStatus, `manual` from
  * "Export now", and `table.updated` (with `table` and `version`) once a version is made. The same
  * trigger twice makes no second run; "Export now" while a run of that order is pending or running
- * returns that run. Returns the runs' ids.
+ * returns that run. A table.updated run of a version whose quality is not passed, to a destination
+ * with approval on_warning, is made awaiting_approval with no job: it runs once the buyer approves
+ * it (./approval.ts). Returns the runs' ids.
  */
 export async function queueExportRuns(
   tx: Prisma.TransactionClient,
@@ -71,8 +73,9 @@ export async function queueExportRuns(
         ? { id: input.destinationId }
         : { OR: [{ allOrders: true }, { orderIds: { has: input.orderId } }] }),
     },
-    select: { id: true },
+    select: { id: true, approval: true },
   });
+  const warned = input.trigger === "table.updated" && (await versionNotPassed(tx, input));
   const triggerKey =
     input.trigger === "table.updated"
       ? `table.updated:${input.orderId}:${input.table}:${input.version}`
@@ -91,18 +94,31 @@ export async function queueExportRuns(
         continue;
       }
     }
+    const awaiting = warned && destination.approval === "on_warning";
     const [created] = await tx.$queryRaw<{ id: string }[]>`
       INSERT INTO export_runs (buyer_id, destination_id, order_id, trigger, trigger_key, table_name, table_version,
-                               created_at, next_attempt_at)
+                               state, created_at, next_attempt_at)
       VALUES (${input.buyerId}, ${destination.id}, ${input.orderId}, ${input.trigger}::export_trigger, ${triggerKey},
-              ${input.table ?? null}, ${input.version ?? null}, ${at}, ${at})
+              ${input.table ?? null}, ${input.version ?? null},
+              ${awaiting ? "awaiting_approval" : "pending"}::export_run_state, ${at}, ${at})
       ON CONFLICT (destination_id, trigger_key) DO NOTHING
       RETURNING id`;
     if (!created) continue;
-    await sendJob(QUEUES.exportRun, { runId: created.id }, { tx });
+    if (!awaiting) await sendJob(QUEUES.exportRun, { runId: created.id }, { tx });
     ids.push(created.id);
   }
   return ids;
+}
+
+/** Whether the table version's quality is other than passed (a version made before the checks counts as passed). */
+async function versionNotPassed(
+  tx: Prisma.TransactionClient,
+  input: { orderId: string; table?: string; version?: number },
+): Promise<boolean> {
+  const [row] = await tx.$queryRaw<{ status: string | null }[]>`
+    SELECT v.quality->>'status' AS status FROM table_versions v JOIN order_tables t ON t.id = v.table_id
+    WHERE t.order_id = ${input.orderId} AND t.name = ${input.table ?? null} AND v.version = ${input.version ?? null}`;
+  return (row?.status ?? "passed") !== "passed";
 }
 
 /**

@@ -59,7 +59,7 @@ export const exportRunSchema = z
     order_id: z.string().meta({ example: "ord_9c1b2a3d4e5f60718293a4b5c6d7e8f9" }),
     state: z.enum(EXPORT_RUN_STATES).meta({
       description:
-        "pending (waiting for its first attempt, or for a retry after an error), running, completed, or failed (after retries over more than 24 hours).",
+        "pending (waiting for its first attempt, or for a retry after an error), awaiting_approval (a table version whose quality is not passed, to a destination that waits for your approval on the Exports page), running, completed, failed (after retries over more than 24 hours), or skipped (you skipped it instead of approving it).",
       example: "completed",
     }),
     files: z.number().int().meta({
@@ -73,7 +73,9 @@ export const exportRunSchema = z
       example: "ord_9c1b2a3d4e5f60718293a4b5c6d7e8f9/_manifest.json",
     }),
     started_at: timestamp.nullable().meta({ description: "When its first attempt began; null while pending." }),
-    finished_at: timestamp.nullable().meta({ description: "When it completed or failed; null until then." }),
+    finished_at: timestamp
+      .nullable()
+      .meta({ description: "When it completed, failed or was skipped; null until then." }),
     error: z.string().nullable().meta({
       description:
         "What went wrong, in a sentence (the store's answer where it gave one); set while a retry is pending and when failed, null once completed.",

@@ -46,7 +46,7 @@ export const COMMANDS: Record<string, { usage: string; group: Group }> = {
   "social:platform": { usage: "--platform P --available true|false [--retry-after SECONDS]", group: social },
   "export:destination": {
     usage:
-      "--email E --name N --type s3|azure|sftp --config FILE.json [--orders all|ID,ID] [--format original|parquet|csv|jsonl] [--template T]",
+      "--email E --name N --type s3|azure|sftp --config FILE.json [--orders all|ID,ID] [--format original|parquet|csv|jsonl] [--template T] [--approval none|on_warning]",
     group: exports,
   },
   "export:test": { usage: "--destination ID", group: exports },

@@ -2,7 +2,7 @@ import { promises as fs } from "node:fs";
 import { z } from "zod";
 import { findBuyerByEmail } from "../../lib/buyers";
 import { AppError } from "../../lib/errors";
-import { DESTINATION_TYPES, EXPORT_FORMATS } from "../../lib/exports/config";
+import { DESTINATION_TYPES, EXPORT_APPROVALS, EXPORT_FORMATS } from "../../lib/exports/config";
 import { createDestination, findDestinationForOperator, testDestination } from "../../lib/exports/destinations";
 import { exportNow, waitForRuns } from "../../lib/exports/run-now";
 import { OPERATOR } from "../../lib/security/log";
@@ -20,6 +20,7 @@ export const commands: Record<string, Command> = {
       orders: text.optional(),
       format: z.enum(EXPORT_FORMATS).optional(),
       template: text.optional(),
+      approval: z.enum(EXPORT_APPROVALS).optional(),
     }),
     async (options) => {
       const buyer = await findBuyerByEmail(options.email);
@@ -47,6 +48,7 @@ export const commands: Record<string, Command> = {
             !options.orders || options.orders === "all" ? "all" : options.orders.split(",").map((id) => id.trim()),
           format: options.format,
           template: options.template,
+          approval: options.approval,
         },
         OPERATOR,
       );
