@@ -2,7 +2,8 @@
 
 import { z } from "zod";
 import { buyerAction } from "@/lib/auth/buyer-action";
-import { DESTINATION_TYPES, EXPORT_FORMATS } from "@/lib/exports/config";
+import { decideRun } from "@/lib/exports/approval";
+import { DESTINATION_TYPES, EXPORT_APPROVALS, EXPORT_FORMATS } from "@/lib/exports/config";
 import {
   createDestination,
   deleteDestination,
@@ -25,6 +26,7 @@ const destinationInput = z.object({
   orders: z.union([z.literal("all"), z.array(z.string())]),
   format: z.enum(EXPORT_FORMATS),
   template: z.string().optional(),
+  approval: z.enum(EXPORT_APPROVALS).optional(),
 });
 
 export const createDestinationAction = buyerAction(
@@ -77,6 +79,16 @@ export const exportNowAction = buyerAction(
   async (buyerId, { destinationId: id, orderId }) => {
     const runs = await exportNow({ buyerId, orderId, destinationId: id });
     return { ok: true, runId: runs[0]!.id };
+  },
+  { revalidate: EXPORTS_PAGE },
+);
+
+/** Approve or skip a run awaiting approval (a table version with quality warnings): the buyer's own runs only. */
+export const decideRunAction = buyerAction(
+  z.object({ runId: z.string().min(1, "Unknown export run."), decision: z.enum(["approve", "skip"]) }),
+  async (buyerId, { runId, decision }) => {
+    const decided = await decideRun(buyerId, runId, decision);
+    return { ok: true, state: decided.state };
   },
   { revalidate: EXPORTS_PAGE },
 );

@@ -6,7 +6,9 @@ import { destinationRuns } from "@/lib/exports/api";
 import { listDestinations, orderChoices } from "@/lib/exports/destinations";
 import { DEFAULT_KEY_TEMPLATE } from "@/lib/exports/template";
 import { formatBytes, formatDate } from "@/lib/format";
-import { DestinationActions, DestinationForm } from "./destination-controls";
+import { DestinationActions } from "./destination-actions";
+import { DestinationForm } from "./destination-controls";
+import { RunApproval } from "./run-approval";
 
 export const metadata: Metadata = { title: "Exports" };
 
@@ -77,7 +79,9 @@ export default async function ExportsPage() {
             <p className="text-sm break-words text-slate-600">
               {destination.allOrders ? "All orders" : `${destination.orderIds.length} chosen orders`} ·{" "}
               {destination.format === "original" ? "original files" : `as ${destination.format}`} · keys{" "}
-              <code className="break-all">{destination.keyTemplate}</code> · added {formatDate(destination.createdAt)}
+              <code className="break-all">{destination.keyTemplate}</code>
+              {destination.approval === "on_warning" && " · versions with quality warnings wait for your approval"} ·
+              added {formatDate(destination.createdAt)}
             </p>
             {destination.pausedReason && <p className="text-sm text-red-800">{destination.pausedReason}</p>}
             {destination.enabled && destination.failingSince && (
@@ -104,6 +108,7 @@ export default async function ExportsPage() {
                 orderIds: destination.orderIds,
                 format: destination.format,
                 keyTemplate: destination.keyTemplate,
+                approval: destination.approval,
               }}
             />
           </DestinationActions>
@@ -144,6 +149,15 @@ function RunList({
                 </>
               )}
             </p>
+            {run.state === "awaiting_approval" && (
+              <>
+                <p className="text-amber-900" data-testid="awaiting-approval">
+                  Version {run.tableVersion} of table <code>{run.tableName}</code> did not pass every quality check (see
+                  the order&apos;s page). Approve to export it, or skip it.
+                </p>
+                <RunApproval runId={run.id} what={`${run.tableName} version ${run.tableVersion}`} />
+              </>
+            )}
             {run.error && (
               <p className="break-words text-red-800" data-testid="export-run-error">
                 {run.error}

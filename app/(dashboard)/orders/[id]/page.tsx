@@ -3,6 +3,7 @@ import Link from "next/link";
 import { notFound } from "next/navigation";
 import { OrderFiles, OrderNotices, OrderStatusBadge, notDownloadableReason } from "@/components/order-files";
 import { OrderTables } from "@/components/order-tables";
+import { TableNoticeBanner } from "@/components/table-notices";
 import { Notice, linkClass } from "@/components/ui";
 import { currentBuyer, requireBuyer } from "@/lib/auth/session";
 import { AppError } from "@/lib/errors";
@@ -88,6 +89,7 @@ export default async function OrderPage({
           )}
         </dl>
       </header>
+      <TableNoticeBanner tables={order.tables} />
       {refused && (
         <Notice tone="error">
           <span id="files-not-downloadable" data-testid="download-refused">
