@@ -149,7 +149,16 @@ describe("orders", () => {
       table: { name: "prices", version: null },
     });
     expect(body.tables).toEqual([
-      { name: "prices", mode: "snapshot", key: null, version: null, rows: null, columns: null, updated_at: null },
+      {
+        name: "prices",
+        mode: "snapshot",
+        key: null,
+        version: null,
+        rows: null,
+        columns: null,
+        updated_at: null,
+        notices: [],
+      },
     ]);
     const refundedBody = orderSchema.parse(await (await api(`/orders/${refunded.id}`, keyA)).json());
     expect(refundedBody.downloadable).toBe(false);
