@@ -132,6 +132,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/orders/{id}/tables/{name}/versions/{version}/quality": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a version's quality report
+         * @description The version's publication measured against the table's previous version before it went out: rows, changes, added columns, per-column null fraction, distinct count, min, max, mean and PSI, and every check with its outcome. A version made before quality reports existed answers 404 `quality_report_not_found`.
+         */
+        get: operations["getVersionQuality"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/orders/{id}/tables/{name}/versions/{version}/changes": {
         parameters: {
             query?: never;
@@ -390,6 +410,19 @@ export interface components {
              * @example 2026-11-02T09:30:00.000Z
              */
             updated_at: string | null;
+            /** @description The operator's notices about the table (schema changes, delays, deprecations) of the last 90 days, newest first. */
+            notices: components["schemas"]["Notice"][];
+        };
+        /** @description An operator's notice about a table (the last 90 days are listed). */
+        Notice: {
+            id: string;
+            /** @enum {string} */
+            type: "schema_change" | "delay" | "deprecation";
+            message: string;
+            /** Format: date-time */
+            effective_at: string | null;
+            /** Format: date-time */
+            created_at: string;
         };
         /** @description An RFC 9457 problem (application/problem+json). */
         Problem: {
@@ -465,8 +498,64 @@ export interface components {
                 /** @example 4 */
                 deleted: number;
             } | null;
+            /** @description How it was judged before it went out (its report: GET .../versions/{version}/quality). A version made before the checks existed: passed, no checks. */
+            quality: {
+                /**
+                 * @description passed: every check passed; warned: a warn-level check did not; released: held, then released by the operator.
+                 * @enum {string}
+                 */
+                status: "passed" | "warned" | "released";
+                /** @description The operator's reason when released. */
+                reason: string | null;
+                /** @description The checks that did not pass (every check is in the report). */
+                checks: components["schemas"]["Check"][];
+            };
             /** @description The parts published as this version. */
             files: components["schemas"]["File"][];
+        };
+        /** @description One quality check of a publication against the table's current version. */
+        Check: {
+            /** @enum {string} */
+            name: "row_count_zero" | "row_count_drop" | "deleted_fraction" | "null_fraction_increase" | "distinct_drop" | "distribution_shift";
+            /** @description The column it measured; null for a table-wide check. */
+            column: string | null;
+            /** @description What was measured (see the checks table in docs/tables.md). */
+            value: number;
+            /** @description The table's threshold for this check. */
+            threshold: number;
+            /** @enum {string} */
+            level: "hold" | "warn";
+            /** @enum {string} */
+            outcome: "passed" | "warned" | "held";
+        };
+        /** @description A publication measured against the table's current version. */
+        QualityReport: {
+            rows: number;
+            previous_rows: number | null;
+            changes: {
+                inserted: number;
+                updated: number;
+                deleted: number;
+            };
+            added_columns: string[];
+            columns: components["schemas"]["ColumnQuality"][];
+            checks: components["schemas"]["Check"][];
+        };
+        ColumnQuality: {
+            name: string;
+            type: string;
+            null_fraction: number;
+            previous_null_fraction: number | null;
+            /** @description Approximate distinct values. */
+            distinct: number;
+            previous_distinct: number | null;
+            /** @description As in previews: dates ISO 8601, big integers and decimals as strings. */
+            min: string | number | boolean | null;
+            max: string | number | boolean | null;
+            /** @description Numbers only. */
+            mean: number | null;
+            /** @description Population stability index against the current version. */
+            psi: number | null;
         };
         ExportRunPage: {
             data: components["schemas"]["ExportRun"][];
@@ -501,11 +590,11 @@ export interface components {
             /** @example ord_9c1b2a3d4e5f60718293a4b5c6d7e8f9 */
             order_id: string;
             /**
-             * @description pending (waiting for its first attempt, or for a retry after an error), running, completed, or failed (after retries over more than 24 hours).
+             * @description pending (waiting for its first attempt, or for a retry after an error), awaiting_approval (a table version whose quality is not passed, to a destination that waits for your approval on the Exports page), running, completed, failed (after retries over more than 24 hours), or skipped (you skipped it instead of approving it).
              * @example completed
              * @enum {string}
              */
-            state: "pending" | "running" | "completed" | "failed";
+            state: "pending" | "awaiting_approval" | "running" | "completed" | "failed" | "skipped";
             /**
              * @description Files in place so far: copied, or already in the store with the same sha256.
              * @example 3
@@ -529,7 +618,7 @@ export interface components {
             started_at: string | null;
             /**
              * Format: date-time
-             * @description When it completed or failed; null until then.
+             * @description When it completed, failed or was skipped; null until then.
              * @example 2026-11-26T09:30:00.000Z
              */
             finished_at: string | null;
@@ -1380,6 +1469,129 @@ export interface operations {
                 };
             };
             /** @description Error codes: `order_not_found`, `table_not_found`, `version_not_found`. */
+            404: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `service_unavailable`. */
+            503: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getVersionQuality: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Order id, as listed. */
+                id: string;
+                /** @description Table name, from the order's tables. */
+                name: string;
+                /** @description Version number, from 1. */
+                version: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The quality report. */
+            200: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QualityReport"];
+                };
+            };
+            /** @description Error codes: `invalid_request`. */
+            400: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `missing_api_key`, `invalid_api_key`, `expired_api_key`, `revoked_api_key`. */
+            401: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `insufficient_permission`. */
+            403: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `order_not_found`, `table_not_found`, `version_not_found`, `quality_report_not_found`. */
             404: {
                 headers: {
                     /** @description The limit, e.g. `"datasets";q=60;w=60`. */
