@@ -27,6 +27,11 @@ export type ErrorCode =
   | "version_not_found"
   | "quality_report_not_found"
   | "export_not_found"
+  // Part 7: rows and SQL
+  | "invalid_filter"
+  | "unknown_column"
+  | "invalid_sql"
+  | "query_timeout"
   // Delta Sharing (lib/sharing): the protocol's own codes are made from these
   | "sharing_not_found"
   | "sharing_malformed_request"

@@ -1,3 +1,4 @@
+import { AppError } from "../errors";
 import { UnreadableFileError } from "./checks";
 import { ENGINE_TASKS, withTaskEngine, type EngineScope, type EngineTaskName } from "./engine-tasks";
 
@@ -9,7 +10,8 @@ import { ENGINE_TASKS, withTaskEngine, type EngineScope, type EngineTaskName } f
 
 export type EngineRequest = { id: number; task: EngineTaskName; input: unknown; scope: EngineScope };
 export type EngineReply =
-  { id: number; ok: true; value: unknown } | { id: number; ok: false; error: { message: string; unreadable: boolean } };
+  | { id: number; ok: true; value: unknown }
+  | { id: number; ok: false; error: { message: string; unreadable: boolean; code?: string } };
 
 if (!process.send) {
   console.error("lib/engine/engine-child.ts runs only as a child process of the app (lib/engine/engine-pool.ts).");
@@ -28,6 +30,8 @@ async function run({ id, task, input, scope }: EngineRequest): Promise<EngineRep
     return { id, ok: true, value };
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    return { id, ok: false, error: { message, unreadable: error instanceof UnreadableFileError } };
+    // A buyer's query refused for what it asks (lib/engine/query-tasks.ts) keeps its code.
+    const code = error instanceof AppError ? error.code : undefined;
+    return { id, ok: false, error: { message, unreadable: error instanceof UnreadableFileError, code } };
   }
 }

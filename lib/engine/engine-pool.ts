@@ -2,6 +2,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { existsSync, promises as fs } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { AppError, type ErrorCode } from "../errors";
 import { formatBytes } from "../format";
 import { logger } from "../log";
 import { dropProcessSingleton, processSingleton } from "../singleton";
@@ -103,10 +104,58 @@ export function datasetEngineProcesses(): number {
   return size;
 }
 
-const pool = () => processSingleton("datasets:engine-pool", () => new EnginePool(datasetEngineSettings()));
+const pool = () =>
+  processSingleton("datasets:engine-pool", () => new EnginePool(datasetEngineSettings(), datasetEngineProcesses()));
+
+/**
+ * Buyers' queries (lib/explore: rows, SQL) run in a pool of their own, so they never wait behind a
+ * worker's three-hour task and a worker never waits behind them: `DATASET_QUERY_PROCESSES` processes
+ * (default 2), at most `DATASET_QUERY_PROCESSES_PER_ACCOUNT` (default half of them, at least 1) busy
+ * with one account's queries, so one buyer cannot starve the others; at most QUERY_QUEUE_MAX wait in
+ * all (then 503 with Retry-After). A query's engine time is bounded in the process (scope.timeLimitMs:
+ * DuckDB is interrupted); a process that does not stop QUERY_KILL_GRACE_MS later is killed and replaced.
+ */
+export function runQueryTask<Name extends EngineTaskName>(
+  task: Name,
+  input: EngineTaskInput<Name>,
+  scope: EngineScope & { timeLimitMs: number },
+  account: string,
+): Promise<EngineTaskOutput<Name>> {
+  return queryPool().run(
+    { task, input, scope },
+    { account, timeLimitMs: scope.timeLimitMs + QUERY_KILL_GRACE_MS },
+  ) as Promise<EngineTaskOutput<Name>>;
+}
+
+const QUERY_KILL_GRACE_MS = 5_000;
+const QUERY_QUEUE_MAX = 200;
+
+function wholeSetting(name: string, fallback: number): number {
+  const value = Number(process.env[name] || fallback);
+  if (!Number.isInteger(value) || value < 1) {
+    throw new Error(`${name} must be a whole number of at least 1, got "${process.env[name]}".`);
+  }
+  return value;
+}
+
+const queryPool = () =>
+  processSingleton("datasets:query-pool", () => {
+    const size = wholeSetting("DATASET_QUERY_PROCESSES", 2);
+    const perAccount = wholeSetting("DATASET_QUERY_PROCESSES_PER_ACCOUNT", Math.max(1, Math.floor(size / 2)));
+    return new EnginePool(datasetEngineSettings(), size, { perAccount, maxWaiting: QUERY_QUEUE_MAX });
+  });
+
+/** Ends the query pool's processes (tests, shutdown). */
+export async function closeQueryPool(): Promise<void> {
+  await dropProcessSingleton<EnginePool>("datasets:query-pool")?.close();
+}
 
 type Work = {
   request: Omit<EngineRequest, "id">;
+  /** Whose work it is, for the per-account bound (queries only). */
+  account?: string;
+  /** This task's time limit instead of the engine's (queries). */
+  timeLimitMs?: number;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
   attempt: number;
@@ -119,31 +168,60 @@ class EnginePool {
   private readonly waiting: Work[] = [];
   private busy = 0;
   private closed = false;
-  private readonly size: number;
+  /** Busy processes per account (queries). */
+  private readonly busyFor = new Map<string, number>();
 
-  constructor(private readonly settings: DatasetEngineSettings) {
-    this.size = datasetEngineProcesses();
-  }
+  constructor(
+    private readonly settings: DatasetEngineSettings,
+    private readonly size: number,
+    private readonly bounds: { perAccount: number; maxWaiting: number } = {
+      perAccount: Infinity,
+      maxWaiting: Infinity,
+    },
+  ) {}
 
-  run(request: Work["request"]): Promise<unknown> {
+  run(request: Work["request"], options: { account?: string; timeLimitMs?: number } = {}): Promise<unknown> {
+    if (this.waiting.length >= this.bounds.maxWaiting) {
+      return Promise.reject(
+        new AppError("service_unavailable", "The data engine is busy with other queries: try again in a few seconds.", {
+          "Retry-After": "5",
+        }),
+      );
+    }
     return new Promise((resolve, reject) => {
-      this.waiting.push({ request, resolve, reject, attempt: 1 });
+      this.waiting.push({ request, resolve, reject, attempt: 1, ...options });
       this.next();
     });
   }
 
+  /** The first waiting work whose account is under its bound, taken out of the queue. */
+  private takeNext(): Work | undefined {
+    const index = this.waiting.findIndex(
+      (work) => work.account === undefined || (this.busyFor.get(work.account) ?? 0) < this.bounds.perAccount,
+    );
+    return index < 0 ? undefined : this.waiting.splice(index, 1)[0];
+  }
+
   private next(): void {
     while (this.waiting.length > 0 && this.busy < this.size) {
-      const work = this.waiting.shift()!;
+      const work = this.takeNext();
+      if (!work) return;
+      const account = work.account;
+      if (account !== undefined) this.busyFor.set(account, (this.busyFor.get(account) ?? 0) + 1);
       // An idle process that ended meanwhile has already left `idle` (forget).
       const engine = this.idle.pop() ?? new EngineProcess(this.settings, (ended) => this.forget(ended));
       this.busy++;
-      work.deadline ??= Date.now() + this.settings.taskTimeoutMs;
+      work.deadline ??= Date.now() + (work.timeLimitMs ?? this.settings.taskTimeoutMs);
       engine
         .run(work.request, work.attempt, work.deadline)
         .then(work.resolve, (error: unknown) => this.failed(work, error))
         .finally(() => {
           this.busy--;
+          if (account !== undefined) {
+            const left = (this.busyFor.get(account) ?? 1) - 1;
+            if (left > 0) this.busyFor.set(account, left);
+            else this.busyFor.delete(account);
+          }
           if (engine.reusable) {
             this.idle.push(engine);
             engine.idleUntilExit(IDLE_EXIT_MS);
@@ -286,7 +364,11 @@ class EngineProcess {
     if (reply.ok) current.resolve(reply.value);
     else
       current.reject(
-        reply.error.unreadable ? new UnreadableFileError(reply.error.message) : new Error(reply.error.message),
+        reply.error.code
+          ? new AppError(reply.error.code as ErrorCode, reply.error.message)
+          : reply.error.unreadable
+            ? new UnreadableFileError(reply.error.message)
+            : new Error(reply.error.message),
       );
   }
 

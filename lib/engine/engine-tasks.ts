@@ -15,6 +15,7 @@ import { CSV_DELIMITERS, datasetEngineSettings, readerSql, sqlIdentifier, sqlStr
 import type { Compression, DataFormat, RenditionFormat } from "../data-formats";
 import { previewRows, withinPreviewSize, type Json } from "./preview-values";
 import { portableSelectList } from "./spark-schema";
+import { QUERY_TASKS } from "./query-tasks";
 import type { Column } from "./columns";
 
 /**
@@ -30,8 +31,12 @@ export const PREVIEW_ROWS = 100;
 export type { Column };
 export type Profile = { columns: Column[]; rows: number; preview: Json[][] };
 
-/** What a task may touch: its own directory (read, write, spill) and the files it reads. */
-export type EngineScope = { directory: string; readable: string[] };
+/**
+ * What a task may touch: its own directory (read, write, spill) and the files it reads. A buyer's
+ * query (./query-tasks.ts) also has a time limit of engine time, past which DuckDB is interrupted,
+ * and a spill bound of its own (`DATASET_QUERY_SPILL_MAX`, default 1GB).
+ */
+export type EngineScope = { directory: string; readable: string[]; timeLimitMs?: number };
 
 type Source = { format: DataFormat; compression: Compression };
 
@@ -167,6 +172,7 @@ export const ENGINE_TASKS = {
     });
     return { counts, profile };
   },
+  ...QUERY_TASKS,
 };
 
 export type EngineTasks = typeof ENGINE_TASKS;
@@ -330,7 +336,9 @@ export async function withTaskEngine<T>(
   scope: EngineScope,
   work: (connection: DuckDBConnection) => Promise<T>,
 ): Promise<T> {
-  const { memoryLimit, threads, spillMax } = datasetEngineSettings();
+  const settings = datasetEngineSettings();
+  const { memoryLimit, threads } = settings;
+  const spillMax = scope.timeLimitMs ? process.env.DATASET_QUERY_SPILL_MAX || "1GB" : settings.spillMax;
   const directory = path.resolve(scope.directory);
   const spill = path.join(directory, "spill");
   // A task run again after its process was ended from outside (./engine-pool.ts) starts without its spill.
@@ -342,6 +350,7 @@ export async function withTaskEngine<T>(
     // Files are read only as the app hands them over: no extension downloads.
     autoinstall_known_extensions: "false",
     autoload_known_extensions: "false",
+    allow_community_extensions: "false",
   });
   const connection = await instance.connect();
   try {
@@ -355,7 +364,13 @@ export async function withTaskEngine<T>(
     );
     await connection.run("SET enable_external_access = false");
     await connection.run("SET lock_configuration = true");
-    return await work(connection);
+    if (!scope.timeLimitMs) return await work(connection);
+    const interrupt = setTimeout(() => connection.interrupt(), scope.timeLimitMs);
+    try {
+      return await work(connection);
+    } finally {
+      clearTimeout(interrupt);
+    }
   } finally {
     connection.closeSync();
     instance.closeSync();

@@ -83,6 +83,29 @@ export const API_ERRORS = {
     title: "Export not found",
     meaning: "No such export run for this account.",
   },
+  invalid_filter: {
+    status: 400,
+    title: "Invalid filter",
+    meaning:
+      "The `where` (or `order_by`) is not one boolean expression of the allowed kinds (see docs/explore.md); the detail names the first offending token.",
+  },
+  unknown_column: {
+    status: 400,
+    title: "Unknown column",
+    meaning: "`columns`, `where` or `order_by` names a column the table's version does not have (the detail names it).",
+  },
+  invalid_sql: {
+    status: 400,
+    title: "Invalid SQL",
+    meaning:
+      "The query is not one read-only SELECT (or WITH ... SELECT) over the order's tables, or DuckDB refused it (the detail says why).",
+  },
+  query_timeout: {
+    status: 422,
+    title: "Query timeout",
+    meaning:
+      "The query needed more than 10 seconds of engine time: narrow it (a filter, fewer columns, a smaller limit).",
+  },
   not_found: { status: 404, title: "Not found", meaning: "No such API path." },
   method_not_allowed: {
     status: 405,

@@ -1,0 +1,88 @@
+import { AppError } from "../errors";
+
+/**
+ * The buyer's SQL (contract Part 7), checked on DuckDB's own parse (`json_serialize_sql`, which
+ * serializes SELECT statements only and says "error" for anything else): exactly one SELECT (or
+ * WITH ... SELECT); tables named only by the order's views (no schema, no catalog) or the query's
+ * own CTEs; no table function but range/generate_series/unnest (files are read through the views
+ * only); no function that reads the engine's settings or environment. The sandbox (./engine-tasks.ts
+ * withTaskEngine: external access off but the order's files, configuration locked) holds whatever
+ * passes: this check makes the refusals precise. Pure.
+ */
+
+export const SQL_MAX_CHARS = 8000;
+const TABLE_FUNCTIONS = new Set(["range", "generate_series", "unnest"]);
+/** Scalar functions that read the engine's configuration or environment (server paths). */
+const DENIED_FUNCTIONS = new Set(["current_setting", "getenv", "getvariable", "current_schemas", "current_catalog"]);
+const DENIED_PREFIXES = ["duckdb_", "pg_", "pragma_"];
+
+const invalid = (detail: string) => new AppError("invalid_sql", detail);
+
+type Serialized = {
+  error?: boolean;
+  error_message?: string;
+  error_type?: string;
+  position?: string;
+  statements?: { node: unknown }[];
+};
+
+/**
+ * The statement of `json_serialize_sql(sql)`'s answer, once it is exactly one SELECT; the names
+ * of the tables it reads (views to make), CTEs left out.
+ */
+export function checkSelect(serialized: string, sql: string): { statement: unknown; tables: string[] } {
+  const parsed = JSON.parse(serialized) as Serialized;
+  if (parsed.error) {
+    if (parsed.error_type === "parser") {
+      const at = Number(parsed.position);
+      const where = Number.isInteger(at) ? ` at character ${at + 1} (${JSON.stringify(sql.slice(at, at + 20))})` : "";
+      throw invalid(`q: ${parsed.error_message ?? "syntax error"}${where}.`);
+    }
+    throw invalid(
+      "q: only one read-only SELECT (or WITH ... SELECT) is allowed; nothing that writes, attaches, installs, loads or sets.",
+    );
+  }
+  const statements = parsed.statements ?? [];
+  if (statements.length !== 1) {
+    throw invalid(`q: exactly one SELECT is allowed, got ${statements.length} statements.`);
+  }
+  const found = { tables: new Set<string>(), ctes: new Set<string>() };
+  walk(statements[0]!.node, found);
+  const tables = [...found.tables].filter((name) => !found.ctes.has(name.toLowerCase()));
+  return { statement: statements[0], tables };
+}
+
+function walk(value: unknown, found: { tables: Set<string>; ctes: Set<string> }): void {
+  if (Array.isArray(value)) {
+    for (const item of value) walk(item, found);
+    return;
+  }
+  if (!value || typeof value !== "object") return;
+  const node = value as Record<string, unknown>;
+  if (node.type === "BASE_TABLE") {
+    const name = String(node.table_name ?? "");
+    if (node.schema_name || node.catalog_name) {
+      throw invalid(
+        `q: ${JSON.stringify([node.catalog_name, node.schema_name, name].filter(Boolean).join("."))} is not a table of this order: name the order's tables alone, e.g. "${name}".`,
+      );
+    }
+    found.tables.add(name);
+  }
+  if (node.type === "TABLE_FUNCTION") {
+    const name = String((node.function as { function_name?: string } | undefined)?.function_name ?? "");
+    if (!TABLE_FUNCTIONS.has(name.toLowerCase())) {
+      throw invalid(
+        `q: the table function ${name} is not allowed: read the order's tables by their names (${[...TABLE_FUNCTIONS].join(", ")} are allowed).`,
+      );
+    }
+  }
+  if (node.class === "FUNCTION") {
+    const name = String(node.function_name ?? "").toLowerCase();
+    if (node.schema || node.catalog || DENIED_FUNCTIONS.has(name) || DENIED_PREFIXES.some((p) => name.startsWith(p))) {
+      throw invalid(`q: the function ${String(node.function_name)} is not allowed.`);
+    }
+  }
+  const ctes = (node.cte_map as { map?: { key?: string }[] } | undefined)?.map;
+  for (const cte of ctes ?? []) if (cte.key) found.ctes.add(cte.key.toLowerCase());
+  for (const inner of Object.values(node)) walk(inner, found);
+}
