@@ -19,6 +19,7 @@ const DOMAIN = [
   "datasets",
   "exports",
   "tables",
+  "explore",
   "operator",
 ];
 const DELIVERY = ["http", "api", "sharing", "docs", "jobs", "clients"];

@@ -26,6 +26,9 @@ import {
   versionPathSchema,
   versionSchema,
 } from "../schemas/api";
+import { rowsQuerySchema, rowsSchema, sqlQuerySchema, sqlSchema } from "../schemas/explore";
+import { readTableRows } from "../explore/rows";
+import { runOrderSql } from "../explore/sql";
 import { exportPathSchema, exportRunPageSchema, exportRunSchema, listExportsQuerySchema } from "../schemas/exports";
 import { qualityReportSchema } from "../schemas/quality";
 import { configuredOrigin, publicOrigin, trustsProxy } from "../site";
@@ -219,6 +222,61 @@ export const API_ROUTES: readonly ApiRoute[] = [
         request,
         await changeFileTarget(key.buyerId, params.id, params.name, version, format, sql),
       );
+    },
+  }),
+  route({
+    operationId: "readTableRows",
+    path: "/orders/{id}/tables/{name}/rows",
+    permission: "datasets:read",
+    summary: "Read a table's rows: chosen columns, filtered, sorted, paged",
+    description:
+      "Runs in the data engine's sandbox over the version's parts (any size). `where` is checked against an allow-list " +
+      "on DuckDB's own parse (400 `invalid_filter` names the first offending token). Pages are stable: the order is " +
+      "`order_by`, then the key, then the file order. A query past 10 seconds of engine time is 422 `query_timeout`.",
+    params: tablePathSchema,
+    query: rowsQuerySchema,
+    answer: { json: rowsSchema, description: "A page of rows." },
+    errors: [
+      ...DOWNLOAD_ERRORS,
+      "table_not_found",
+      "version_not_found",
+      "invalid_filter",
+      "unknown_column",
+      "query_timeout",
+      "rendition_pending",
+    ],
+    handler: async ({ key, params, query }) => {
+      const { version, columns, where, order_by, limit, offset } = query();
+      const page = await readTableRows({
+        buyerId: key.buyerId,
+        orderId: params.id,
+        table: params.name,
+        version,
+        columns,
+        where,
+        orderBy: order_by,
+        limit,
+        offset,
+      });
+      return apiJson(JSON.stringify(page));
+    },
+  }),
+  route({
+    operationId: "runOrderSql",
+    path: "/orders/{id}/sql",
+    permission: "datasets:read",
+    summary: "Run one read-only SELECT over an order's tables",
+    description:
+      'Views: each table by name (current version), `"name@N"` (version N), `"name@changes"` (every change row with ' +
+      "`_change_type` and `_commit_version`). Anything but one SELECT is 400 `invalid_sql`; the query reads only " +
+      "this order's files, never writes, attaches or changes a setting; past 10 seconds of engine time, 422 `query_timeout`.",
+    params: orderPathSchema,
+    query: sqlQuerySchema,
+    answer: { json: sqlSchema, description: "The first `limit` rows of the result." },
+    errors: [...DOWNLOAD_ERRORS, "version_not_found", "invalid_sql", "query_timeout", "rendition_pending"],
+    handler: async ({ key, params, query }) => {
+      const { q, limit } = query();
+      return apiJson(JSON.stringify(await runOrderSql({ buyerId: key.buyerId, orderId: params.id, sql: q, limit })));
     },
   }),
   route({

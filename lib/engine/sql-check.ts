@@ -39,12 +39,12 @@ export function checkSelect(serialized: string, sql: string): { statement: unkno
       throw invalid(`q: ${parsed.error_message ?? "syntax error"}${where}.`);
     }
     throw invalid(
-      "q: only one read-only SELECT (or WITH ... SELECT) is allowed; nothing that writes, attaches, installs, loads or sets.",
+      "q: only one read-only query is allowed (a SELECT, or WITH … SELECT): nothing that writes, attaches, installs, loads, creates or sets.",
     );
   }
   const statements = parsed.statements ?? [];
   if (statements.length !== 1) {
-    throw invalid(`q: exactly one SELECT is allowed, got ${statements.length} statements.`);
+    throw invalid(`q: exactly one query is allowed, got ${statements.length} statements.`);
   }
   const found = { tables: new Set<string>(), ctes: new Set<string>() };
   walk(statements[0]!.node, found);

@@ -120,9 +120,9 @@ describe("the SQL check", () => {
   });
 
   it.each([
-    ["COPY (SELECT 1) TO '/tmp/x.csv'", /only one read-only SELECT/],
-    ["ATTACH '/tmp/x.db'", /only one read-only SELECT/],
-    ["SELECT 1; SELECT 2", /exactly one SELECT is allowed, got 2/],
+    ["COPY (SELECT 1) TO '/tmp/x.csv'", /only one read-only query/],
+    ["ATTACH '/tmp/x.db'", /only one read-only query/],
+    ["SELECT 1; SELECT 2", /exactly one query is allowed, got 2/],
     ["SELECT * FROM read_text('/etc/passwd')", /table function read_text is not allowed/],
     ["SELECT * FROM glob('/*')", /table function glob/],
     ["SELECT * FROM query('SELECT 1')", /table function query/],

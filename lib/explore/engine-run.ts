@@ -1,0 +1,49 @@
+import { withTempDir } from "../engine/engine";
+import { EngineProcessEnded, runQueryTask } from "../engine/engine-pool";
+import type { EngineTaskInput, EngineTaskName, EngineTaskOutput } from "../engine/engine-tasks";
+import type { QueryFile } from "../engine/query-tasks";
+import { AppError } from "../errors";
+
+/** Engine time a buyer's query may use (`DATASET_QUERY_SECONDS`, default 10: the contract's limit). */
+export function queryTimeLimitMs(): number {
+  const seconds = Number(process.env.DATASET_QUERY_SECONDS || 10);
+  if (!Number.isFinite(seconds) || seconds <= 0) {
+    throw new Error(`DATASET_QUERY_SECONDS must be a positive number, got "${process.env.DATASET_QUERY_SECONDS}".`);
+  }
+  return seconds * 1000;
+}
+
+/**
+ * Runs a query task in the query pool for `buyerId`, able to read `files` only, in a private
+ * directory of its own (its spill) removed afterwards. An engine process killed under it (past the
+ * time limit and the grace, over the memory cap) is the buyer's 422; one that crashed, a 400 naming it.
+ */
+export async function runBuyerQuery<Name extends EngineTaskName>(
+  buyerId: string,
+  task: Name,
+  input: EngineTaskInput<Name>,
+  files: QueryFile[],
+): Promise<EngineTaskOutput<Name>> {
+  try {
+    return await withTempDir((directory) =>
+      runQueryTask(
+        task,
+        input,
+        { directory, readable: files.map((file) => file.path), timeLimitMs: queryTimeLimitMs() },
+        buyerId,
+      ),
+    );
+  } catch (error) {
+    if (!(error instanceof EngineProcessEnded)) throw error;
+    if (error.reason !== "crashed") {
+      throw new AppError(
+        "query_timeout",
+        "The query needed more engine time or memory than a query may use: narrow it (a filter, fewer columns, a smaller limit).",
+      );
+    }
+    throw new AppError(
+      task === "orderSql" || task === "sqlTables" ? "invalid_sql" : "invalid_filter",
+      `The data engine stopped on this query (${error.exit.signal ?? `exit code ${error.exit.code}`}): simplify it.`,
+    );
+  }
+}

@@ -1,0 +1,125 @@
+import { createHash } from "node:crypto";
+import { createWriteStream, promises as fs } from "node:fs";
+import path from "node:path";
+import { pipeline } from "node:stream/promises";
+import { sqlQuery } from "../db/client";
+import { privateTempRoot } from "../engine/engine";
+import type { QueryFile } from "../engine/query-tasks";
+import { AppError } from "../errors";
+import { isTypedId } from "../ids";
+import { notDelivered, orderNotFound } from "../orders/queries";
+import type { OrderStatus } from "../schemas/order-status";
+import { driverOf, localStorage } from "../storage";
+import { readS3Object } from "../storage/s3";
+import { tableNotFound, versionNotFound } from "../tables/queries";
+import { TABLE_NAME_PATTERN } from "../tables/names";
+
+/**
+ * What a query of an order may read, from PostgreSQL: the buyer's delivered order (another buyer's
+ * is answered like a missing one; a refunded one 409 as for downloads), its tables, a version's
+ * parts (their Parquet renditions; an append table's version is every kept version up to it) and
+ * the change files. Files are handed to the engine as local paths: an object in S3 is copied once
+ * into a private cache under the engine's temporary root (DuckDB's httpfs is not available here).
+ */
+
+export type OrderTable = {
+  id: string;
+  name: string;
+  mode: "snapshot" | "append";
+  key: string[];
+  currentVersion: number | null;
+};
+export type TableVersion = { version: number; columns: { name: string; type: string }[] };
+
+/** The buyer's order, checked to be delivered, with its tables. */
+export async function deliveredOrderTables(buyerId: string, orderId: string): Promise<OrderTable[]> {
+  if (!isTypedId("ord", orderId)) throw orderNotFound(orderId);
+  const [order] = await sqlQuery<{ status: OrderStatus }>(`SELECT status FROM orders WHERE id = $1 AND buyer_id = $2`, [
+    orderId,
+    buyerId,
+  ]);
+  if (!order) throw orderNotFound(orderId);
+  if (order.status !== "delivered") throw notDelivered(orderId, order.status);
+  return sqlQuery<OrderTable>(
+    `SELECT id, name, mode, key, current_version AS "currentVersion" FROM order_tables
+     WHERE order_id = $1 ORDER BY name COLLATE "C"`,
+    [orderId],
+  );
+}
+
+/** One table of the order with a version. */
+export function tableOf(tables: OrderTable[], orderId: string, name: string): OrderTable & { currentVersion: number } {
+  const table = TABLE_NAME_PATTERN.test(name) ? tables.find((one) => one.name === name) : undefined;
+  if (!table || table.currentVersion === null) throw tableNotFound(orderId, name);
+  return table as OrderTable & { currentVersion: number };
+}
+
+/** A kept version of the table (its columns), or version_not_found. */
+export async function keptVersion(table: OrderTable, version: number): Promise<TableVersion> {
+  const [row] = await sqlQuery<TableVersion>(
+    `SELECT version, columns FROM table_versions WHERE table_id = $1 AND version = $2 AND pruned_at IS NULL`,
+    [table.id, version],
+  );
+  if (!row) throw versionNotFound(table.name, version);
+  return row;
+}
+
+/** The parts holding the version's rows (append: every kept version up to it), by version and name. */
+export async function versionFiles(table: OrderTable, version: number): Promise<QueryFile[]> {
+  const rows = await sqlQuery<{ name: string; storageKey: string }>(
+    `SELECT f.name, r.storage_key AS "storageKey"
+     FROM table_versions v
+     JOIN order_files f ON f.publication_id = v.publication_id
+     JOIN file_renditions r ON r.file_id = f.id AND r.format = 'parquet' AND r.status = 'ready'
+     WHERE v.table_id = $1 AND v.pruned_at IS NULL AND (v.version = $2 OR ($3 AND v.version < $2))
+     ORDER BY v.version, f.name COLLATE "C"`,
+    [table.id, version, table.mode === "append"],
+  );
+  if (rows.length === 0) {
+    throw new AppError(
+      "rendition_pending",
+      `The parts of ${table.name} version ${version} are being made ready: ask again in 5 seconds.`,
+      {
+        "Retry-After": "5",
+      },
+    );
+  }
+  return Promise.all(rows.map(async (row) => ({ name: row.name, path: await readablePath(row.storageKey) })));
+}
+
+/** Each kept version's change file (version 1 has none), oldest first. */
+export async function changeFiles(table: OrderTable): Promise<{ version: number; file: QueryFile }[]> {
+  const rows = await sqlQuery<{ version: number; name: string; storageKey: string }>(
+    `SELECT v.version, f.name, f.storage_key AS "storageKey"
+     FROM table_versions v JOIN order_files f ON f.id = v.change_file_id
+     WHERE v.table_id = $1 AND v.pruned_at IS NULL ORDER BY v.version`,
+    [table.id],
+  );
+  return Promise.all(
+    rows.map(async (row) => ({
+      version: row.version,
+      file: { name: row.name, path: await readablePath(row.storageKey) },
+    })),
+  );
+}
+
+/** A local path DuckDB can read for a stored object: the file itself, or its copy in the query cache. */
+async function readablePath(location: string): Promise<string> {
+  if (driverOf(location) === "local") return localStorage().pathOf(location);
+  const cache = path.join(await privateTempRoot(), "query-cache");
+  await fs.mkdir(cache, { recursive: true, mode: 0o700 });
+  const copy = path.join(cache, `${createHash("sha256").update(location).digest("hex")}.parquet`);
+  if (
+    await fs.stat(copy).then(
+      () => true,
+      () => false,
+    )
+  )
+    return copy;
+  // Written under a name of its own, then renamed: a query never reads half a copy.
+  const partial = `${copy}.${process.pid}.${Date.now()}.part`;
+  const { body } = await readS3Object(location);
+  await pipeline(body, createWriteStream(partial, { mode: 0o600 }));
+  await fs.rename(partial, copy);
+  return copy;
+}

@@ -1,0 +1,100 @@
+import type { QueryColumn } from "../engine/query-tasks";
+import type { Json } from "../engine/preview-values";
+import { lexFilter, unknownColumn } from "../engine/where-filter";
+import { AppError } from "../errors";
+import { runBuyerQuery } from "./engine-run";
+import { deliveredOrderTables, keptVersion, tableOf, versionFiles } from "./files";
+
+/**
+ * `GET /orders/{id}/tables/{name}/rows` (contract Part 7): a page of a version's rows, the columns
+ * asked, filtered by a checked `where` (lib/engine/where-filter.ts), in a total order (the asked
+ * sort, then the key, then the parts' file order), so `offset` pages neither overlap nor skip.
+ */
+
+export type RowsRequest = {
+  buyerId: string;
+  orderId: string;
+  table: string;
+  version?: number;
+  columns?: string[];
+  where?: string;
+  orderBy?: string;
+  limit: number;
+  offset: number;
+};
+export type RowsPage = { version: number; columns: QueryColumn[]; rows: Json[][]; next_offset: number | null };
+
+export async function readTableRows(request: RowsRequest): Promise<RowsPage> {
+  const tables = await deliveredOrderTables(request.buyerId, request.orderId);
+  const table = tableOf(tables, request.orderId, request.table);
+  const version = await keptVersion(table, request.version ?? table.currentVersion);
+  const names = version.columns.map((column) => column.name);
+  const select = request.columns ? chosenColumns(request.columns, names) : names;
+  const orderBy = request.orderBy === undefined ? [] : parseOrderBy(request.orderBy, names);
+  const sorted = new Set(orderBy.map(({ column }) => column));
+  for (const column of table.key) if (!sorted.has(column)) orderBy.push({ column, descending: false });
+  if (request.where !== undefined) lexFilter(request.where);
+  const files = await versionFiles(table, version.version);
+  const page = await runBuyerQuery(
+    request.buyerId,
+    "tableRows",
+    { files, columns: names, select, where: request.where, orderBy, limit: request.limit, offset: request.offset },
+    files,
+  );
+  return {
+    version: version.version,
+    columns: page.columns,
+    rows: page.rows,
+    next_offset: page.more ? request.offset + request.limit : null,
+  };
+}
+
+/** The asked columns, each a column of the version, none twice. */
+export function chosenColumns(asked: string[], names: string[]): string[] {
+  const seen = new Set<string>();
+  for (const name of asked) {
+    if (!names.includes(name)) throw unknownColumn("columns", name, names);
+    if (seen.has(name)) throw new AppError("invalid_request", `columns: ${JSON.stringify(name)} is asked twice.`);
+    seen.add(name);
+  }
+  if (seen.size === 0)
+    throw new AppError("invalid_request", "columns: name at least one column, or leave it out for all.");
+  return asked;
+}
+
+const ORDER_ITEM = /^\s*(?:"((?:[^"]|"")+)"|([\p{L}_][\p{L}\p{N}_]*))(?:\s+(asc|desc))?\s*$/iu;
+
+/** `col [asc|desc]`, comma-separated (a name with a comma or a space double-quoted); anything else is refused. */
+export function parseOrderBy(text: string, names: string[]): { column: string; descending: boolean }[] {
+  const items = splitOutsideQuotes(text);
+  const seen = new Set<string>();
+  return items.map((item) => {
+    const match = ORDER_ITEM.exec(item);
+    if (!match) {
+      throw new AppError(
+        "invalid_request",
+        `order_by: ${JSON.stringify(item.trim().slice(0, 80))} is not a column name with an optional asc or desc (expressions are not allowed).`,
+      );
+    }
+    const name = match[1]?.replaceAll('""', '"') ?? match[2]!;
+    if (!names.includes(name)) throw unknownColumn("order_by", name, names);
+    if (seen.has(name)) throw new AppError("invalid_request", `order_by: ${JSON.stringify(name)} is named twice.`);
+    seen.add(name);
+    return { column: name, descending: match[3]?.toLowerCase() === "desc" };
+  });
+}
+
+function splitOutsideQuotes(text: string): string[] {
+  const items: string[] = [];
+  let quoted = false;
+  let start = 0;
+  for (let i = 0; i < text.length; i++) {
+    if (text[i] === '"') quoted = !quoted;
+    else if (text[i] === "," && !quoted) {
+      items.push(text.slice(start, i));
+      start = i + 1;
+    }
+  }
+  items.push(text.slice(start));
+  return items;
+}

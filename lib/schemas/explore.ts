@@ -1,0 +1,98 @@
+import { z } from "zod";
+
+/**
+ * The rows and SQL requests of /api/v1 (../shared/CONTRACT.md, Part 7), described once: the API's
+ * validation and its OpenAPI document use these. A leaf like ./api.ts.
+ */
+
+export const QUERY_ROWS = { min: 1, max: 1000, default: 100 } as const;
+
+const wholeNumber = (name: string) =>
+  z
+    .string()
+    .regex(/^\d{1,9}$/, `${name} must be a whole number`)
+    .transform(Number);
+
+const limitRule = `limit must be from ${QUERY_ROWS.min} to ${QUERY_ROWS.max}`;
+const limit = wholeNumber("limit")
+  .pipe(z.number().min(QUERY_ROWS.min, limitRule).max(QUERY_ROWS.max, limitRule))
+  .optional()
+  .default(QUERY_ROWS.default)
+  .meta({
+    description: `Rows, ${QUERY_ROWS.min} to ${QUERY_ROWS.max}; ${QUERY_ROWS.default} when not given.`,
+    example: "100",
+  });
+
+export const rowsQuerySchema = z
+  .object({
+    version: z
+      .string()
+      .regex(/^[1-9][0-9]{0,8}$/, "version must be a positive whole number")
+      .transform(Number)
+      .optional()
+      .meta({ description: "Version number; the current version when not given.", example: "3" }),
+    columns: z
+      .string()
+      .optional()
+      .transform((text) => (text === undefined ? undefined : text.split(",").map((name) => name.trim())))
+      .meta({ description: "Comma-separated column names; all when not given.", example: "id,name,price" }),
+    where: z.string().optional().meta({
+      description:
+        "One boolean expression over the columns (comparisons, AND/OR/NOT, IS [NOT] NULL, [NOT] IN, [NOT] BETWEEN, [NOT] LIKE/ILIKE, literals and a few functions: see docs/explore.md). At most 4,000 characters.",
+      example: "city = 'Paris' AND price < 10",
+    }),
+    order_by: z.string().optional().meta({
+      description: "`col [asc|desc]`, comma-separated; the key columns, else file order, when not given.",
+      example: "price desc",
+    }),
+    limit,
+    offset: wholeNumber("offset")
+      .optional()
+      .default(0)
+      .meta({ description: "Position of the first row; use the previous page's next_offset.", example: "0" }),
+  })
+  .meta({ id: "RowsQuery" });
+
+const resultColumnSchema = z
+  .object({
+    name: z.string().meta({ example: "price" }),
+    type: z.string().meta({ description: "The column's type as DuckDB names it.", example: "DOUBLE" }),
+  })
+  .meta({ id: "ResultColumn" });
+
+const rowValues = z.array(z.array(z.unknown())).meta({
+  description:
+    "Rows as arrays in column order; values as in previews (dates ISO 8601, big integers and wide decimals as strings, text over 1,000 characters cut).",
+});
+
+export const rowsSchema = z
+  .object({
+    version: z.number().int().meta({ example: 3 }),
+    columns: z.array(resultColumnSchema),
+    rows: rowValues,
+    next_offset: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: "The next page's offset; null on the last page.", example: 100 }),
+  })
+  .meta({ id: "RowsPage" });
+
+export const sqlQuerySchema = z
+  .object({
+    q: z.string({ error: "q is required: one SELECT" }).meta({
+      description:
+        'One SELECT (or WITH ... SELECT) over the order\'s tables: `name` (current version), `"name@N"` (version N), `"name@changes"` (change rows with `_change_type` and `_commit_version`). At most 8,000 characters.',
+      example: "SELECT city, count(*) FROM products GROUP BY city",
+    }),
+    limit,
+  })
+  .meta({ id: "SqlQuery" });
+
+export const sqlSchema = z
+  .object({
+    columns: z.array(resultColumnSchema),
+    rows: rowValues,
+    truncated: z.boolean().meta({ description: "More rows exist than `limit`.", example: false }),
+  })
+  .meta({ id: "SqlResult" });

@@ -1,0 +1,270 @@
+import { promises as fs } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { db } from "../../lib/db/client";
+import { runAdminJson } from "../helpers/admin";
+import { createTestEnvironment } from "../helpers/database";
+import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";
+import { startServer, type TestServer } from "../helpers/server";
+import { partFile, products, productsCsv, publicationDone } from "../tables/helpers";
+
+/**
+ * Rows and SQL (contract Part 7) on the production server, its worker and engine: tables made by
+ * `table:publish`, pages read through the API, and every escape from the query sandbox tried: each
+ * answered 4xx with a precise detail, never a 5xx, and no server file's content in any answer.
+ */
+
+let env: TestEnvironment;
+let server: TestServer;
+let workDir: string;
+let orderId: string;
+let otherOrderId: string;
+let key: string;
+let otherPartPath: string;
+
+async function publish(
+  order: string,
+  table: string,
+  parts: Record<string, ReturnType<typeof products>>,
+  options: string[] = [],
+) {
+  const paths = [];
+  for (const [name, rows] of Object.entries(parts))
+    paths.push("--path", await partFile(workDir, name, productsCsv(rows)));
+  const cliEnv = {
+    DATABASE_URL: env.database.url,
+    STORAGE_DIR: env.storageDir,
+    DATASET_TEMP_DIR: path.join(workDir, "cli"),
+  };
+  const answer = await runAdminJson<{ publication: string }>(
+    cliEnv,
+    "table:publish",
+    "--order",
+    order,
+    "--table",
+    table,
+    ...paths,
+    ...options,
+  );
+  expect(await publicationDone(answer.publication, 240_000)).toMatchObject({ status: "ready" });
+}
+
+beforeAll(async () => {
+  env = await createTestEnvironment("explore-sandbox");
+  workDir = await fs.mkdtemp(path.join(os.tmpdir(), "explore-sandbox-"));
+  const account = await buyer("explore");
+  const other = await buyer("explore-other");
+  orderId = (await order(account.id, { name: "Prices" })).id;
+  otherOrderId = (await order(other.id, { name: "Secret" })).id;
+  key = (await apiKey(account.id)).secret;
+  server = await startServer({
+    databaseUrl: env.database.url,
+    storageDir: env.storageDir,
+    env: {
+      REDIS_URL: "",
+      DATASET_TEMP_DIR: path.join(workDir, "engine"),
+      RATE_LIMIT_EXEMPT_BUYERS: account.id,
+      DATASET_QUERY_SECONDS: "3",
+    },
+  });
+  // v1: ids 1-60 in two parts; v2: ids 1-50, ids 1-5 repriced.
+  await publish(orderId, "products", { "p-a.csv": products(1, 30), "p-b.csv": products(31, 30) }, ["--key", "id"]);
+  await publish(orderId, "products", { "p2.csv": products(1, 50, (id) => (id <= 5 ? id * 2 : id * 1.5)) });
+  await publish(orderId, "big", { "big.csv": products(1, 300) });
+  await publish(otherOrderId, "secret", { "secret.csv": [{ id: 1, name: "other buyer's row", price: 1 }] });
+  const rendition = await db().fileRendition.findFirstOrThrow({
+    where: { format: "parquet", file: { orderId: otherOrderId } },
+    select: { storageKey: true },
+  });
+  otherPartPath = path.join(env.storageDir, rendition.storageKey!);
+}, 1_200_000);
+
+afterAll(async () => {
+  await server?.stop();
+  await env?.cleanup();
+  if (workDir) await fs.rm(workDir, { recursive: true, force: true });
+});
+
+const api = (pathAndQuery: string) =>
+  fetch(`${server.url}/api/v1${pathAndQuery}`, { headers: { Authorization: `Bearer ${key}` } });
+const rows = (query: Record<string, string>, table = "products") =>
+  api(`/orders/${orderId}/tables/${table}/rows?${new URLSearchParams(query)}`);
+const sql = (q: string, limit?: number) =>
+  api(`/orders/${orderId}/sql?${new URLSearchParams({ q, ...(limit ? { limit: String(limit) } : {}) })}`);
+
+/** A refusal: the status and code, a detail matching `detail`, and nothing of a server file in the answer. */
+async function refused(response: Response, status: number, code: string, detail: RegExp): Promise<void> {
+  const text = await response.text();
+  expect(response.status, text).toBe(status);
+  expect(response.headers.get("content-type")).toBe("application/problem+json");
+  const body = JSON.parse(text) as { code: string; detail: string };
+  expect(body.code, text).toBe(code);
+  expect(body.detail).toMatch(detail);
+  expect(text).not.toMatch(/root:x:0:0|other buyer's row/);
+  expect(text).not.toContain(env.storageDir);
+  expect(text).not.toContain(path.join(workDir, "engine"));
+}
+
+describe("rows", () => {
+  it("answers a page in key order with the current version, and the next offset", async () => {
+    const response = await rows({ limit: "3" });
+    const page = (await response.json()) as {
+      version: number;
+      columns: { name: string }[];
+      rows: unknown[][];
+      next_offset: number;
+    };
+    expect(response.status).toBe(200);
+    expect(page).toMatchObject({ version: 2, next_offset: 3 });
+    expect(page.columns.map((column) => column.name)).toEqual(["id", "name", "price"]);
+    expect(page.rows).toEqual([
+      [1, "Product 1", 2],
+      [2, "Product 2", 4],
+      [3, "Product 3", 6],
+    ]);
+  });
+
+  it("filters, chooses columns, sorts and pages without overlap or gap", async () => {
+    const seen: unknown[] = [];
+    let offset: number | null = 0;
+    while (offset !== null) {
+      const response = await rows({
+        version: "1",
+        columns: "price,id",
+        where: "id > 10 AND NOT name LIKE '%7'",
+        order_by: "price desc",
+        limit: "7",
+        offset: String(offset),
+      });
+      const page = (await response.json()) as { version: number; rows: number[][]; next_offset: number | null };
+      expect(page.version).toBe(1);
+      seen.push(...page.rows.map((row) => row[1]));
+      offset = page.next_offset;
+    }
+    const expected = products(11, 50)
+      .filter((p) => !p.name.endsWith("7"))
+      .map((p) => p.id)
+      .reverse();
+    expect(seen).toEqual(expected);
+  });
+
+  it("orders a table without key by its file order", async () => {
+    const page = (await (await rows({ columns: "id", offset: "295" }, "big")).json()) as {
+      rows: number[][];
+      next_offset: null;
+    };
+    expect(page).toEqual(expect.objectContaining({ next_offset: null }));
+    expect(page.rows.flat()).toEqual([296, 297, 298, 299, 300]);
+  });
+
+  it.each([
+    [
+      { columns: "nope" },
+      400,
+      "unknown_column",
+      /columns: the table has no column "nope" \(its columns: id, name, price\)/,
+    ],
+    [{ columns: "id,id" }, 400, "invalid_request", /"id" is asked twice/],
+    [{ order_by: "price + 1" }, 400, "invalid_request", /order_by: "price \+ 1" is not a column name/],
+    [{ order_by: "nope desc" }, 400, "unknown_column", /order_by: the table has no column "nope"/],
+    [{ where: "id IN (SELECT id FROM products)" }, 400, "invalid_filter", /"\(" at character 7: a subquery/],
+    [{ where: "id = 1; SELECT 1" }, 400, "invalid_filter", /";" is not allowed/],
+    [{ where: "id = 1 -- x" }, 400, "invalid_filter", /a comment/],
+    [{ where: "read_csv('/etc/passwd') IS NOT NULL" }, 400, "invalid_filter", /the function read_csv is not allowed/],
+    [{ where: "getenv('HOME') = 'x'" }, 400, "invalid_filter", /the function getenv/],
+    [{ where: "current_setting('allowed_paths') = 'x'" }, 400, "invalid_filter", /the function current_setting/],
+    [{ where: `${"(".repeat(10_000)}id = 1${")".repeat(10_000)}` }, 400, "invalid_filter", /characters long/],
+    [{ where: `name = '${"x".repeat(100_000)}'` }, 400, "invalid_filter", /at most 4000/],
+    [{ where: "name = \u2018Product 1\u2019" }, 400, "unknown_column", /no column/],
+    [{ where: "name > 3" }, 400, "invalid_filter", /where: /],
+    [{ limit: "0" }, 400, "invalid_request", /limit must be from 1 to 1000/],
+    [{ limit: "1001" }, 400, "invalid_request", /limit must be from 1 to 1000/],
+    [{ offset: "-1" }, 400, "invalid_request", /offset/],
+    [{ version: "9" }, 404, "version_not_found", /no version 9/],
+  ])("%j is refused", async (query, status, code, detail) => {
+    await refused(await rows(query as Record<string, string>), status, code, detail);
+  });
+
+  it("answers another buyer's order and a missing table as missing", async () => {
+    await refused(await api(`/orders/${otherOrderId}/tables/secret/rows`), 404, "order_not_found", /No order/);
+    await refused(await rows({}, "nope"), 404, "table_not_found", /no table named "nope"/);
+  });
+});
+
+describe("sql", () => {
+  it("reads the current version, a version, the changes, and says when rows were left out", async () => {
+    const answer = async (q: string, limit?: number) => {
+      const response = await sql(q, limit);
+      expect(response.status, await response.clone().text()).toBe(200);
+      return (await response.json()) as { columns: { name: string }[]; rows: unknown[][]; truncated: boolean };
+    };
+    expect((await answer("SELECT count(*) AS n, sum(price) FROM products")).rows).toEqual([[50, 1290]]);
+    expect((await answer(`SELECT count(*) FROM "products@1"`)).rows).toEqual([["60"].map(Number)]);
+    const changes = await answer(
+      `SELECT _change_type, _commit_version, count(*) FROM "products@changes" GROUP BY ALL ORDER BY 1`,
+    );
+    expect(changes.rows).toEqual([
+      ["delete", 2, 10],
+      ["update_postimage", 2, 5],
+      ["update_preimage", 2, 5],
+    ]);
+    const cut = await answer("WITH p AS (SELECT id FROM products) SELECT id FROM p ORDER BY id", 4);
+    expect(cut).toMatchObject({ rows: [[1], [2], [3], [4]], truncated: true });
+  });
+
+  it.each([
+    ["COPY (SELECT 1) TO '/tmp/out.csv'", 400, "invalid_sql", /only one read-only query/],
+    ["ATTACH '/tmp/x.db' AS x", 400, "invalid_sql", /only one read-only query/],
+    ["INSTALL httpfs", 400, "invalid_sql", /only one read-only query/],
+    ["LOAD httpfs", 400, "invalid_sql", /only one read-only query/],
+    ["SET threads = 64", 400, "invalid_sql", /only one read-only query/],
+    ["RESET memory_limit", 400, "invalid_sql", /only one read-only query/],
+    ["PRAGMA enable_external_access", 400, "invalid_sql", /only one read-only query/],
+    ["CREATE TABLE x AS SELECT 1", 400, "invalid_sql", /only one read-only query/],
+    ["SELECT 1; SELECT 2", 400, "invalid_sql", /exactly one query is allowed, got 2/],
+    ["SELECT * FROM read_text('/etc/passwd')", 400, "invalid_sql", /table function read_text is not allowed/],
+    ["SELECT * FROM read_blob('/etc/passwd')", 400, "invalid_sql", /table function read_blob/],
+    ["SELECT * FROM read_csv('/etc/passwd')", 400, "invalid_sql", /table function read_csv/],
+    ["SELECT * FROM glob('/*')", 400, "invalid_sql", /table function glob/],
+    ["SELECT getenv('HOME')", 400, "invalid_sql", /function getenv is not allowed/],
+    ["SELECT current_setting('allowed_paths')", 400, "invalid_sql", /function current_setting is not allowed/],
+    ["SELECT * FROM duckdb_settings()", 400, "invalid_sql", /table function duckdb_settings/],
+    ["SELECT * FROM pg_catalog.pg_settings", 400, "invalid_sql", /is not a table of this order/],
+    ["SELECT * FROM secret", 400, "invalid_sql", /this order has no table "secret" \(its tables: big, products/],
+    [`SELECT * FROM "products@7"`, 404, "version_not_found", /no version 7/],
+    ["SELECT * FROM range(1e18)", 400, "invalid_sql", /No function matches/],
+    ["SELECT count(*) FROM range(1000000000000000000)", 422, "query_timeout", /narrow it/],
+    [
+      "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r",
+      422,
+      "query_timeout",
+      /narrow it/,
+    ],
+    [
+      `SELECT count(*) FROM ${Array.from({ length: 10 }, (_, i) => `big b${i}`).join(", ")}`,
+      422,
+      "query_timeout",
+      /narrow it/,
+    ],
+    ["SELECT * FROM", 400, "invalid_sql", /syntax error/],
+    [`SELECT '${"x".repeat(8001)}'`, 400, "invalid_sql", /at most 8000/],
+  ])("%s is refused", async (q, status, code, detail) => {
+    await refused(await sql(q), status, code, detail);
+  });
+
+  it("never reads another order's file, even by its path", async () => {
+    const lateral = `SELECT * FROM products WHERE id = (SELECT count(*) FROM read_parquet('${otherPartPath}'))`;
+    await refused(await sql(lateral), 400, "invalid_sql", /table function read_parquet is not allowed/);
+  });
+
+  it("answers 409 once the order is refunded", async () => {
+    await db().order.update({ where: { id: orderId }, data: { status: "refunded" } });
+    try {
+      await refused(await sql("SELECT 1"), 409, "order_not_delivered", /refunded/);
+      await refused(await rows({}), 409, "order_not_delivered", /refunded/);
+    } finally {
+      await db().order.update({ where: { id: orderId }, data: { status: "delivered" } });
+    }
+  });
+});
