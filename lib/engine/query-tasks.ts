@@ -82,11 +82,14 @@ export const QUERY_TASKS = {
     const files = input.views.flatMap((view) => [...view.files, ...(view.changes ?? []).map(({ file }) => file)]);
     return explained(files, "invalid_sql", async () => {
       const parsed = await serialized(connection, input.sql);
-      const { statement } = checkSelect(parsed, input.sql);
+      checkSelect(parsed, input.sql);
       for (const view of input.views)
         await connection.run(`CREATE TEMP VIEW ${sqlIdentifier(view.name)} AS ${viewSql(view)}`);
-      const rendered = await connection.runAndReadAll("SELECT json_deserialize_sql($1::JSON)", [
-        JSON.stringify({ error: false, statements: [statement] }),
+      // What runs is DuckDB's rendering of the checked parse (no comment, no second statement). The
+      // parse goes from serializer to deserializer inside DuckDB: through JavaScript's numbers, its
+      // 64-bit fields (locations, big literals) would not survive.
+      const rendered = await connection.runAndReadAll("SELECT json_deserialize_sql(json_serialize_sql($1::VARCHAR))", [
+        input.sql,
       ]);
       const sql = String(rendered.getRowsJson()[0]?.[0] ?? "");
       const result = await connection.streamAndReadUntil(sql, input.limit + 1);

@@ -78,7 +78,12 @@ function walk(value: unknown, found: { tables: Set<string>; ctes: Set<string> })
   }
   if (node.class === "FUNCTION") {
     const name = String(node.function_name ?? "").toLowerCase();
-    if (node.schema || node.catalog || DENIED_FUNCTIONS.has(name) || DENIED_PREFIXES.some((p) => name.startsWith(p))) {
+    if (
+      (node.schema && node.schema !== "main") ||
+      node.catalog ||
+      DENIED_FUNCTIONS.has(name) ||
+      DENIED_PREFIXES.some((p) => name.startsWith(p))
+    ) {
       throw invalid(`q: the function ${String(node.function_name)} is not allowed.`);
     }
   }

@@ -243,8 +243,13 @@ function renderOperator(node: Node, children: Node[], walk: Walk): string {
 
 function renderFunction(node: Node, children: Node[], walk: Walk): string {
   const name = String(node.function_name ?? "");
+  // DuckDB's grammar gives a few functions (trim) the schema "main" itself: unqualified as written.
+  const at = locationOf(node, walk);
+  const unqualified =
+    !node.schema ||
+    (node.schema === "main" && at !== Infinity && tokenAt(walk.source, at).toLowerCase() === name.toLowerCase());
   const plain =
-    !node.schema &&
+    unqualified &&
     !node.catalog &&
     !node.distinct &&
     !node.filter &&

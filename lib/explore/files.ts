@@ -87,7 +87,7 @@ export async function versionFiles(table: OrderTable, version: number): Promise<
   return Promise.all(rows.map(async (row) => ({ name: row.name, path: await readablePath(row.storageKey) })));
 }
 
-/** Each kept version's change file (version 1 has none), oldest first. */
+/** Each kept version's change file (version 1's: its rows as inserts), oldest first. */
 export async function changeFiles(table: OrderTable): Promise<{ version: number; file: QueryFile }[]> {
   const rows = await sqlQuery<{ version: number; name: string; storageKey: string }>(
     `SELECT v.version, f.name, f.storage_key AS "storageKey"

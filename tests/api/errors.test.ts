@@ -245,6 +245,34 @@ const cases: Case[] = [
     },
   },
   {
+    name: "a filter with a second statement",
+    code: "invalid_filter",
+    detail: /";" is not allowed/,
+    request: () => api(`/orders/${fixtures.delivered.id}/tables/delivered/rows?where=1%3D1%3B`, fixtures.key),
+  },
+  {
+    name: "rows of a column the table lacks",
+    code: "unknown_column",
+    detail: /no column "nope"/,
+    request: () => api(`/orders/${fixtures.delivered.id}/tables/delivered/rows?columns=nope`, fixtures.key),
+  },
+  {
+    name: "SQL that is not one SELECT",
+    code: "invalid_sql",
+    detail: /only one read-only query/,
+    request: () => api(`/orders/${fixtures.delivered.id}/sql?q=ATTACH%20'x.db'`, fixtures.key),
+  },
+  {
+    name: "SQL past its engine time",
+    code: "query_timeout",
+    detail: /narrow it/,
+    request: () =>
+      api(
+        `/orders/${fixtures.delivered.id}/sql?q=${encodeURIComponent("SELECT count(*) FROM range(1000000000000000000)")}`,
+        fixtures.key,
+      ),
+  },
+  {
     name: "an unknown export run",
     code: "export_not_found",
     request: () => api("/exports/exr_00000000000000000000000000000000", fixtures.key),
