@@ -272,7 +272,7 @@ export const API_ROUTES: readonly ApiRoute[] = [
       "this order's files, never writes, attaches or changes a setting; past 10 seconds of engine time, 422 `query_timeout`.",
     params: orderPathSchema,
     query: sqlQuerySchema,
-    answer: { json: sqlSchema, description: "The first `limit` rows of the result." },
+    answer: { json: sqlSchema, description: "The first rows of the result, at most limit." },
     errors: [...DOWNLOAD_ERRORS, "version_not_found", "invalid_sql", "query_timeout", "rendition_pending"],
     handler: async ({ key, params, query }) => {
       const { q, limit } = query();

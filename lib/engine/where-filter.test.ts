@@ -51,7 +51,7 @@ describe("allowed filters are rendered from the parse", () => {
     ],
     [
       "contains(name, 'x') AND starts_with(city, 'P') AND round(abs(price), 1) > length(trim(upper(name)))",
-      `((contains("name", 'x') AND starts_with("city", 'P')) AND (round(abs("price"), 1) > length(trim(upper("name")))))`,
+      `(contains("name", 'x') AND starts_with("city", 'P') AND (round(abs("price"), 1) > length(trim(upper("name")))))`,
     ],
     ["ID = 3 AND true", "((\"id\" = 3) AND CAST('t' AS BOOLEAN))"],
     ["price = NULL", '("price" = NULL)'],

@@ -22,6 +22,7 @@ let orderId: string;
 let otherOrderId: string;
 let key: string;
 let otherPartPath: string;
+let otherKey: string;
 
 async function publish(
   order: string,
@@ -58,6 +59,7 @@ beforeAll(async () => {
   orderId = (await order(account.id, { name: "Prices" })).id;
   otherOrderId = (await order(other.id, { name: "Secret" })).id;
   key = (await apiKey(account.id)).secret;
+  otherKey = (await apiKey(other.id)).secret;
   server = await startServer({
     databaseUrl: env.database.url,
     storageDir: env.storageDir,
@@ -66,6 +68,8 @@ beforeAll(async () => {
       DATASET_TEMP_DIR: path.join(workDir, "engine"),
       RATE_LIMIT_EXEMPT_BUYERS: account.id,
       DATASET_QUERY_SECONDS: "3",
+      DATASET_QUERY_PROCESSES: "2",
+      DATASET_QUERY_PROCESSES_PER_ACCOUNT: "1",
     },
   });
   // v1: ids 1-60 in two parts; v2: ids 1-50, ids 1-5 repriced.
@@ -280,5 +284,25 @@ describe("sql", () => {
     } finally {
       await db().order.update({ where: { id: orderId }, data: { status: "delivered" } });
     }
+  });
+
+  it("keeps one buyer's slow queries from starving another's", async () => {
+    const finished: string[] = [];
+    const slow = "SELECT count(*) FROM range(1000000000000000000)";
+    const mine = [1, 2, 3].map((n) =>
+      sql(slow).then(async (response) => {
+        expect(response.status).toBe(422);
+        finished.push(`a${n}`);
+      }),
+    );
+    const theirs = fetch(`${server.url}/api/v1/orders/${otherOrderId}/sql?q=${encodeURIComponent("SELECT 42")}`, {
+      headers: { Authorization: `Bearer ${otherKey}` },
+    }).then(async (response) => {
+      expect(await response.json()).toMatchObject({ rows: [[42]], truncated: false });
+      finished.push("b");
+    });
+    await Promise.all([...mine, theirs]);
+    // One engine process per account: the other buyer's query ran beside the first slow one, before the rest.
+    expect(finished.indexOf("b")).toBeLessThan(2);
   });
 });
