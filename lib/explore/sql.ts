@@ -35,7 +35,9 @@ export async function runOrderSql(input: {
   }
   const tables = await deliveredOrderTables(input.buyerId, input.orderId);
   const { tables: named } = await runBuyerQuery(input.buyerId, "sqlTables", { sql: input.sql }, []);
-  const views = await Promise.all(named.map((name) => viewOf(tables, name)));
+  // DuckDB's names ignore case: "Products" and products are one view.
+  const distinct = [...new Map(named.map((name) => [name.toLowerCase(), name])).values()];
+  const views = await Promise.all(distinct.map((name) => viewOf(tables, name)));
   const files = views.flatMap((view) => [...view.files, ...(view.changes ?? []).map(({ file }) => file)]);
   return runBuyerQuery(input.buyerId, "orderSql", { sql: input.sql, views, limit: input.limit }, files);
 }

@@ -3,6 +3,8 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { API_ERRORS, type ApiErrorCode } from "../../lib/http/problem";
 import { DOWNLOAD_LINK_TTL_SECONDS } from "../../lib/contract";
+import { db } from "../../lib/db/client";
+import { waitFor } from "../helpers/wait";
 import { signDownloadToken } from "../../lib/downloads/token";
 import { revokeApiKey } from "../../lib/keys";
 import { generateSecret } from "../../lib/keys/secret";
@@ -254,7 +256,17 @@ const cases: Case[] = [
     name: "rows of a column the table lacks",
     code: "unknown_column",
     detail: /no column "nope"/,
-    request: () => api(`/orders/${fixtures.delivered.id}/tables/delivered/rows?columns=nope`, fixtures.key),
+    request: async () => {
+      // The table's first version is made by the server's worker after the order was created.
+      await waitFor(
+        async () =>
+          (await db().orderTable.findFirst({ where: { orderId: fixtures.delivered.id, name: "delivered" } }))
+            ?.currentVersion != null,
+        120_000,
+        "the table delivered to have a version",
+      );
+      return api(`/orders/${fixtures.delivered.id}/tables/delivered/rows?columns=nope`, fixtures.key);
+    },
   },
   {
     name: "SQL that is not one SELECT",

@@ -76,6 +76,8 @@ beforeAll(async () => {
   await publish(orderId, "products", { "p-a.csv": products(1, 30), "p-b.csv": products(31, 30) }, ["--key", "id"]);
   await publish(orderId, "products", { "p2.csv": products(1, 50, (id) => (id <= 5 ? id * 2 : id * 1.5)) });
   await publish(orderId, "big", { "big.csv": products(1, 300) });
+  await publish(orderId, "events", { "e1.csv": products(1, 5) }, ["--mode", "append"]);
+  await publish(orderId, "events", { "e2.csv": products(6, 3) });
   await publish(otherOrderId, "secret", { "secret.csv": [{ id: 1, name: "other buyer's row", price: 1 }] });
   const rendition = await db().fileRendition.findFirstOrThrow({
     where: { format: "parquet", file: { orderId: otherOrderId } },
@@ -162,6 +164,13 @@ describe("rows", () => {
     expect(page.rows.flat()).toEqual([296, 297, 298, 299, 300]);
   });
 
+  it("reads an append table's version as every version up to it", async () => {
+    const ids = async (query: Record<string, string>) =>
+      ((await (await rows({ columns: "id", ...query }, "events")).json()) as { rows: number[][] }).rows.flat();
+    expect(await ids({})).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(await ids({ version: "1" })).toEqual([1, 2, 3, 4, 5]);
+  });
+
   it.each([
     [
       { columns: "nope" },
@@ -227,6 +236,7 @@ describe("sql", () => {
       ["update_postimage", 2, 5],
       ["update_preimage", 2, 5],
     ]);
+    expect((await answer("SELECT count(*) FROM products JOIN PRODUCTS p2 USING (id)")).rows).toEqual([[50]]);
     const cut = await answer("WITH p AS (SELECT id FROM products) SELECT id FROM p ORDER BY id", 4);
     expect(cut).toMatchObject({ rows: [[1], [2], [3], [4]], truncated: true });
   });
@@ -249,7 +259,12 @@ describe("sql", () => {
     ["SELECT current_setting('allowed_paths')", 400, "invalid_sql", /function current_setting is not allowed/],
     ["SELECT * FROM duckdb_settings()", 400, "invalid_sql", /table function duckdb_settings/],
     ["SELECT * FROM pg_catalog.pg_settings", 400, "invalid_sql", /is not a table of this order/],
-    ["SELECT * FROM secret", 400, "invalid_sql", /this order has no table "secret" \(its tables: big, products/],
+    [
+      "SELECT * FROM secret",
+      400,
+      "invalid_sql",
+      /this order has no table "secret" \(its tables: big, events, products/,
+    ],
     [`SELECT * FROM "products@7"`, 404, "version_not_found", /no version 7/],
     ["SELECT * FROM range(1e18)", 400, "invalid_sql", /No function matches/],
     ["SELECT count(*) FROM range(1000000000000000000)", 422, "query_timeout", /narrow it/],
