@@ -3,7 +3,6 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { API_ERRORS, type ApiErrorCode } from "../../lib/http/problem";
 import { DOWNLOAD_LINK_TTL_SECONDS } from "../../lib/contract";
-import { db } from "../../lib/db/client";
 import { waitFor } from "../helpers/wait";
 import { signDownloadToken } from "../../lib/downloads/token";
 import { revokeApiKey } from "../../lib/keys";
