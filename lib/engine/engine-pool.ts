@@ -1,12 +1,11 @@
 import { fork, type ChildProcess } from "node:child_process";
-import { existsSync, promises as fs } from "node:fs";
-import { createRequire } from "node:module";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { promises as fs } from "node:fs";
 import { AppError, type ErrorCode } from "../errors";
 import { formatBytes } from "../format";
 import { logger } from "../log";
 import { dropProcessSingleton, processSingleton } from "../singleton";
 import { UnreadableFileError } from "./checks";
+import { childStart } from "./child-start";
 import { datasetEngineSettings, type DatasetEngineSettings } from "./engine";
 import type { EngineReply, EngineRequest } from "./engine-child";
 import type { EngineScope, EngineTaskInput, EngineTaskName, EngineTaskOutput } from "./engine-tasks";
@@ -31,20 +30,6 @@ const MEMORY_POLL_MS = 200;
 /** Tries of a task whose process was ended from outside; the pause before the next grows with each. */
 export const ENGINE_TASK_ATTEMPTS = 3;
 const RETRY_DELAY_MS = 1_000;
-
-/**
- * How an engine process starts. From source, it runs TypeScript as the app does (tsx, resolved from here so any
- * working directory works). In the operator CLI's bundle (scripts/cli-build.mjs) this module is a chunk next to
- * the bundled child, engine-child.mjs, which starts as plain JavaScript without compiling anything.
- */
-function childStart(): { entry: string; execArgv: string[] } {
-  if (!import.meta.url.endsWith(".ts")) {
-    const built = fileURLToPath(new URL("./engine-child.mjs", import.meta.url));
-    if (existsSync(built)) return { entry: built, execArgv: [] };
-  }
-  const loader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
-  return { entry: fileURLToPath(new URL("./engine-child.ts", import.meta.url)), execArgv: ["--import", loader] };
-}
 
 /** Signals of a process that crashed by itself (a fault in DuckDB's code, met on this file's content). */
 const CRASH_SIGNALS = new Set(["SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGTRAP"]);

@@ -70,7 +70,9 @@ export function datasetEngineSettings(env: Record<string, string | undefined> = 
       `DATASET_TASK_TIMEOUT_SECONDS must be a positive number of seconds, got "${env.DATASET_TASK_TIMEOUT_SECONDS}".`,
     );
   }
-  const tempDir = path.resolve(env.DATASET_TEMP_DIR || path.join(os.tmpdir(), "dataset-access"));
+  const tempDir = path.resolve(
+    /* turbopackIgnore: true */ env.DATASET_TEMP_DIR || path.join(os.tmpdir(), "dataset-access"),
+  );
   return { memoryLimit, spillMax, threads, tempDir, processMemoryMaxBytes, taskTimeoutMs: timeoutSeconds * 1000 };
 }
 
