@@ -14,6 +14,7 @@ import { checkGzipExpansion, checkLooksLike, UnreadableFileError } from "./check
 import { CSV_DELIMITERS, datasetEngineSettings, readerSql, sqlIdentifier, sqlString } from "./engine";
 import type { Compression, DataFormat, RenditionFormat } from "../data-formats";
 import { previewRows, withinPreviewSize, type Json } from "./preview-values";
+import { measureQuality, type QualityFigures, type VersionFigures } from "./quality-figures";
 import { portableSelectList } from "./spark-schema";
 import { QUERY_TASKS } from "./query-tasks";
 import type { Column } from "./columns";
@@ -171,6 +172,14 @@ export const ENGINE_TASKS = {
       compression: null,
     });
     return { counts, profile };
+  },
+
+  /** A publication's figures for its quality report (./quality-figures.ts), over its parts only. */
+  async qualityFigures(
+    connection: DuckDBConnection,
+    input: { parts: string[]; previous: VersionFigures | null },
+  ): Promise<QualityFigures> {
+    return measureQuality(connection, input);
   },
   ...QUERY_TASKS,
 };
