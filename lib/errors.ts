@@ -49,6 +49,8 @@ export type ErrorCode =
   | "source_file_unreadable"
   | "duplicate_file_name"
   | "table_conflict"
+  | "publication_not_found"
+  | "publication_not_held"
   | "storage_not_configured"
   | "source_object_not_found"
   | "source_object_denied"

@@ -13,6 +13,7 @@ type Metrics = {
   downloadRedirects: Counter<"driver">;
   poolConnections: Gauge<"state">;
   exportRunAttempts: Counter<"outcome">;
+  tablePublications: Counter<"outcome">;
 };
 
 type PoolStats = { total: number; idle: number; waiting: number };
@@ -27,6 +28,12 @@ function metrics(): Metrics {
       exportRunAttempts: new Counter({
         name: "export_run_attempts_total",
         help: "Export run attempts made by this process, by outcome (completed, retry, waiting, failed, skipped).",
+        labelNames: ["outcome"],
+        registers: [registry],
+      }),
+      tablePublications: new Counter({
+        name: "table_publications_total",
+        help: "Table publications this process finished, by outcome (ready, held, failed).",
         labelNames: ["outcome"],
         registers: [registry],
       }),
@@ -70,6 +77,10 @@ function metrics(): Metrics {
       }),
     };
   });
+}
+
+export function countTablePublication(outcome: "ready" | "held" | "failed"): void {
+  metrics().tablePublications.inc({ outcome });
 }
 
 export function observeRequest(route: string, method: string, status: number, seconds: number): void {

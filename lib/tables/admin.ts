@@ -3,6 +3,7 @@ import { AppError } from "../errors";
 import { logger, errorFields } from "../log";
 import { findOrderForOperator } from "../orders/files";
 import { driverOf, fileStorage } from "../storage";
+import { QUALITY_BEFORE_CHECKS, type Quality, type QualityReport } from "../schemas/quality";
 
 /** What operators do with a table beyond publishing (./publish.ts): read its history, prune it. */
 
@@ -12,6 +13,7 @@ export type VersionHistory = {
     created_at: string;
     rows: number;
     changes: { inserted: number; updated: number; deleted: number } | null;
+    quality: Quality;
     pruned: boolean;
   }[];
   publications: {
@@ -21,6 +23,8 @@ export type VersionHistory = {
     created_at: string;
     version: number | null;
     parts: string[];
+    /** Its quality report once made (Part 6), else null. */
+    report: QualityReport | null;
   }[];
 };
 
@@ -41,12 +45,20 @@ export async function tableHistory(orderId: string, name: string): Promise<Versi
     db().tableVersion.findMany({
       where: { tableId: table.id },
       orderBy: { version: "desc" },
-      select: { version: true, createdAt: true, rows: true, changes: true, prunedAt: true },
+      select: { version: true, createdAt: true, rows: true, changes: true, quality: true, prunedAt: true },
     }),
     db().tablePublication.findMany({
       where: { tableId: table.id },
       orderBy: { createdAt: "desc" },
-      select: { id: true, status: true, error: true, createdAt: true, version: true, partNames: true },
+      select: {
+        id: true,
+        status: true,
+        error: true,
+        createdAt: true,
+        version: true,
+        partNames: true,
+        report: true,
+      },
     }),
   ]);
   return {
@@ -55,6 +67,7 @@ export async function tableHistory(orderId: string, name: string): Promise<Versi
       created_at: version.createdAt.toISOString(),
       rows: Number(version.rows),
       changes: version.changes as VersionHistory["versions"][number]["changes"],
+      quality: (version.quality as Quality | null) ?? QUALITY_BEFORE_CHECKS,
       pruned: version.prunedAt !== null,
     })),
     publications: publications.map((publication) => ({
@@ -64,6 +77,7 @@ export async function tableHistory(orderId: string, name: string): Promise<Versi
       created_at: publication.createdAt.toISOString(),
       version: publication.version,
       parts: publication.partNames,
+      report: publication.report as QualityReport | null,
     })),
   };
 }

@@ -1,14 +1,22 @@
 import { db, type Prisma } from "../db/client";
-import { duckdbMessageFor, withTempDir } from "../engine/engine";
 import { profileStoredFile } from "../datasets/profile";
 import { makeRendition } from "../datasets/renditions";
-import { runEngineTask } from "../engine/engine-pool";
 import type { Column } from "../engine/engine-tasks";
-import { localCopy } from "../datasets/source";
-import { errorFields, logger } from "../log";
+import { logger } from "../log";
 import { jobTransaction, QUEUES, sendJob } from "../queue";
 import { queueExportRuns } from "../exports/runs";
 import { emitEvent } from "../webhooks/emit";
+import { countTablePublication } from "../metrics";
+import { keyProblem, requestParquet } from "./key-check";
+import {
+  holdPublication,
+  measurePublication,
+  qualityChecksOn,
+  qualityReport,
+  releasedQuality,
+  releasedReport,
+  verdictOf,
+} from "./quality";
 import { discardChangeFile, makeChangeFile, recordChangeFile, versionParts } from "./changes";
 import { columnDifference, columnEvolutionProblem, reservedColumnProblem } from "./columns";
 import { versionJson } from "./queries";
@@ -21,16 +29,17 @@ import { versionJson } from "./queries";
  * the columns equal the previous version's or only add columns after them, every part's Parquet rendition is ready, and the key holds (every key
  * column present, no null key, no key twice in a snapshot). Otherwise it fails with a sentence
  * naming the part, the column or the first duplicate key, and the table keeps its current version.
- * Its change file (./changes.ts) is made last, and the version, its change file's row, its counts
- * and the `table.updated` event commit together.
+ * Its change file (./changes.ts) is made last, and its quality report (./quality.ts) judged: a
+ * hold-level check that fails makes it `held`; else the version, its change file's row, its counts,
+ * its quality and the `table.updated` event commit together.
  *
  * Publications of one table become versions in their publishing order (`seq`): one waits while an
- * earlier one is still processing, and each finished one queues the next. The version is made in
+ * earlier one is still processing or held, and each finished one queues the next. The version is made in
  * one transaction that holds the table's row, so versions have no gaps and appear whole, also when
  * several workers run.
  */
 
-export type Advance = "waiting" | "ready" | "failed" | "skipped";
+export type Advance = "waiting" | "ready" | "held" | "failed" | "skipped";
 
 /** One more step for a publication; idempotent (a publication no longer processing is left alone). */
 export async function advancePublication(publicationId: string): Promise<Advance> {
@@ -40,7 +49,12 @@ export async function advancePublication(publicationId: string): Promise<Advance
       id: true,
       status: true,
       seq: true,
-      table: { select: { id: true, orderId: true, name: true, mode: true, key: true, currentVersion: true } },
+      report: true,
+      figures: true,
+      reason: true,
+      table: {
+        select: { id: true, orderId: true, name: true, mode: true, key: true, currentVersion: true, checks: true },
+      },
       parts: {
         orderBy: { name: "asc" },
         select: {
@@ -57,8 +71,9 @@ export async function advancePublication(publicationId: string): Promise<Advance
   });
   if (!publication || publication.status !== "processing" || publication.seq === null) return "skipped";
   const { table, parts } = publication;
+  // A held publication holds back the ones after it until it is released or rejected.
   const earlier = await db().tablePublication.count({
-    where: { tableId: table.id, status: "processing", seq: { lt: publication.seq } },
+    where: { tableId: table.id, status: { in: ["processing", "held"] }, seq: { lt: publication.seq } },
   });
   if (earlier > 0) return "waiting";
   if (parts.length === 0) return fail(publicationId, table.id, "The publication has no parts left.");
@@ -98,7 +113,7 @@ export async function advancePublication(publicationId: string): Promise<Advance
       ? null
       : await db().tableVersion.findUniqueOrThrow({
           where: { tableId_version: { tableId: table.id, version: table.currentVersion } },
-          select: { version: true, columns: true, rows: true },
+          select: { version: true, columns: true, rows: true, figures: true },
         });
   if (previous) {
     const change = columnEvolutionProblem(previous.columns as Column[], columns, previous.version);
@@ -128,9 +143,15 @@ export async function advancePublication(publicationId: string): Promise<Advance
   // made at once, in two engine processes. A diff against the previous version joins on the key, so it
   // waits for the key to hold (a key found many times would multiply the join's rows).
   const insertsOnly = !previous || table.mode === "append";
-  const [keyChecked, early] = await Promise.allSettled([
+  // The quality figures are measured in a third engine task at the same time (one read of the new
+  // parts; the previous version only through its stored figures). A released publication has them.
+  const released = releasedReport(publication);
+  const measuring =
+    qualityChecksOn() && !released ? measurePublication(parts, (previous?.figures ?? null) as never) : undefined;
+  const [keyChecked, early, measuredSettled] = await Promise.allSettled([
     table.key.length > 0 ? keyProblem(parts, table.key, table.mode === "snapshot") : undefined,
     insertsOnly ? makeChanges() : undefined,
+    measuring,
   ]);
   const madeEarly = early.status === "fulfilled" && early.value && !("error" in early.value) ? early.value : undefined;
   if (keyChecked.status === "rejected" || keyChecked.value) {
@@ -141,6 +162,33 @@ export async function advancePublication(publicationId: string): Promise<Advance
   if (early.status === "rejected") throw early.reason;
   const changeFile = early.value ?? (await makeChanges());
   if ("error" in changeFile) return fail(publicationId, table.id, changeFile.error);
+  if (measuredSettled.status === "rejected") {
+    await discardChangeFile(changeFile);
+    throw measuredSettled.reason;
+  }
+  const measured = measuredSettled.value;
+  if (measured && "error" in measured) {
+    await discardChangeFile(changeFile);
+    return fail(publicationId, table.id, measured.error);
+  }
+  const report = measured
+    ? qualityReport({
+        measured,
+        columns,
+        previous,
+        changes: changeFile.changes,
+        append: table.mode === "append",
+        checks: table.checks,
+      })
+    : (released?.report ?? null);
+  const figures = measured ? measured.figures : (released?.figures ?? null);
+  const verdict = released ? null : report ? verdictOf(report) : null;
+  if (report && figures && verdict?.held) {
+    // Not a version: its change file is made again if it is released (./quality.ts).
+    await discardChangeFile(changeFile);
+    return (await holdPublication(publicationId, table, { report, figures })) ? "held" : "skipped";
+  }
+  const quality = released ? releasedQuality(released.report, released.reason) : (verdict?.quality ?? null);
 
   const rows = parts.reduce((sum, part) => sum + (part.rows ?? 0n), 0n);
   const made = await jobTransaction(async (tx) => {
@@ -161,12 +209,20 @@ export async function advancePublication(publicationId: string): Promise<Advance
         createdAt: now,
         changes: changeFile.changes,
         changeFileId: await recordChangeFile(tx, table.orderId, changeFile),
+        quality: quality ?? undefined,
+        figures: (figures ?? undefined) as Prisma.InputJsonValue | undefined,
       },
     });
     await tx.orderTable.update({ where: { id: table.id }, data: { currentVersion: version } });
     await tx.tablePublication.update({
       where: { id: publicationId },
-      data: { status: "ready", version, finishedAt: now },
+      data: {
+        status: "ready",
+        version,
+        finishedAt: now,
+        report: (report ?? undefined) as Prisma.InputJsonValue | undefined,
+        figures: (figures ?? undefined) as Prisma.InputJsonValue | undefined,
+      },
     });
     // Announced with the version, or not at all (the event commits with it).
     const data = JSON.parse(
@@ -202,7 +258,8 @@ export async function advancePublication(publicationId: string): Promise<Advance
     await sendJob(QUEUES.tablePublication, { publicationId });
     return "waiting";
   }
-  logger().info({ publicationId, table: table.name, version }, "table version made");
+  countTablePublication("ready");
+  logger().info({ publicationId, table: table.name, version, quality: quality?.status }, "table version made");
   return "ready";
 }
 
@@ -322,60 +379,17 @@ async function fail(publicationId: string, tableId: string, error: string): Prom
     });
     if (failed.count === 1) await queueNext(tx, tableId);
   });
+  countTablePublication("failed");
   logger().info({ publicationId, error }, "table publication failed");
   return "failed";
 }
 
 /** The table's next publication in processing, if any, gets its turn. */
-async function queueNext(tx: Prisma.TransactionClient, tableId: string): Promise<void> {
+export async function queueNext(tx: Prisma.TransactionClient, tableId: string): Promise<void> {
   const next = await tx.tablePublication.findFirst({
     where: { tableId, status: "processing" },
     orderBy: { seq: "asc" },
     select: { id: true },
   });
   if (next) await sendJob(QUEUES.tablePublication, { publicationId: next.id }, { tx });
-}
-
-/** A profiled part whose Parquet rendition was never asked for (its profile predates tables): asked for now. */
-async function requestParquet(fileId: string): Promise<void> {
-  await jobTransaction(async (tx) => {
-    const created = await tx.fileRendition.createMany({ data: [{ fileId, format: "parquet" }], skipDuplicates: true });
-    if (created.count === 1) await sendJob(QUEUES.datasetRendition, { fileId, format: "parquet" }, { tx });
-  });
-}
-
-/** The key check in an engine process over the parts' Parquet renditions (copied from S3 first). */
-async function keyProblem(
-  parts: { name: string; renditions: { storageKey: string | null }[] }[],
-  key: string[],
-  unique: boolean,
-): Promise<string | undefined> {
-  const found = await withTempDir(async (workDir) => {
-    const local = [];
-    for (const [index, part] of parts.entries()) {
-      local.push({
-        name: part.name,
-        path: await localCopy(part.renditions[0]!.storageKey!, workDir, `part-${index}.parquet`),
-      });
-    }
-    // What DuckDB answers about the data is the publication's answer; the store failing is thrown (retried).
-    return runEngineTask(
-      "checkKey",
-      { parts: local, key, unique },
-      { directory: workDir, readable: local.map((part) => part.path) },
-    ).catch((error: unknown) => {
-      logger().warn({ ...errorFields(error) }, "key check failed");
-      return { error: duckdbMessageFor(error, "the parts", [workDir]) };
-    });
-  });
-  if ("error" in found) return `The key (${key.join(", ")}) could not be checked: ${found.error}`;
-  if (found.nullKeyIn) {
-    return `Part "${found.nullKeyIn}" has a row whose key (${key.join(", ")}) is null; every row of a keyed table has its key.`;
-  }
-  if (found.duplicate) {
-    const shown = (value: string) => (/^-?\d+(\.\d+)?$/.test(value) ? value : JSON.stringify(value));
-    const values = key.map((column, i) => `${column} = ${shown(found.duplicate!.values[i]!)}`).join(", ");
-    return `The key (${key.join(", ")}) is not unique: ${values} occurs ${found.duplicate.count} times; a snapshot has each key once.`;
-  }
-  return undefined;
 }

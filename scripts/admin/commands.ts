@@ -28,6 +28,9 @@ export const COMMANDS: Record<string, { usage: string; group: Group }> = {
   },
   "table:versions": { usage: "--order ID --table NAME", group: tables },
   "table:prune": { usage: "--order ID --table NAME --keep N", group: tables },
+  "table:checks": { usage: "--order ID --table NAME [--set name=threshold[:hold|warn|off] ...]", group: tables },
+  "table:release": { usage: "--publication ID --reason TEXT", group: tables },
+  "table:reject": { usage: "--publication ID --reason TEXT", group: tables },
   "table:notice": {
     usage: "--order ID --table NAME --type schema_change|delay|deprecation --message TEXT [--effective-at ISO]",
     group: tables,

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { pruneTable, tableHistory } from "../../lib/tables/admin";
 import { publishTable } from "../../lib/tables/publish";
+import { rejectPublication, releasePublication, tableChecks } from "../../lib/tables/quality-admin";
 import { postNotice } from "../../lib/tables/notices";
 import { assertReadableFile, command, interruption, readableFile, text, wholeNumber, type Command } from "./command";
 
@@ -58,27 +59,39 @@ export const commands: Record<string, Command> = {
         (version.changes
           ? `  +${version.changes.inserted} ~${version.changes.updated} -${version.changes.deleted}`
           : "") +
+        (version.quality.status === "passed" ? "" : `  quality ${version.quality.status}`) +
         (version.pruned ? "  (pruned)" : ""),
     );
     const publications = history.publications.map(
       (publication) =>
         `  ${publication.id}  ${publication.created_at}  ${publication.status}` +
         (publication.version ? ` (v${publication.version})` : "") +
-        (publication.error ? `: ${publication.error}` : ""),
+        (publication.error ? `: ${publication.error}` : "") +
+        (publication.status === "held"
+          ? `\n    held by: ${publication
+              .report!.checks.filter((check) => check.outcome === "held")
+              .map(
+                (check) =>
+                  `${check.name}${check.column ? `(${check.column})` : ""} = ${check.value} > ${check.threshold}`,
+              )
+              .join(", ")}`
+          : ""),
     );
     return {
       json: {
-        versions: history.versions.map(({ version, created_at, rows, changes }) => ({
+        versions: history.versions.map(({ version, created_at, rows, changes, quality }) => ({
           version,
           created_at,
           rows,
           changes,
+          quality,
         })),
-        publications: history.publications.map(({ id, status, error, created_at }) => ({
+        publications: history.publications.map(({ id, status, error, created_at, report }) => ({
           id,
           status,
           error,
           created_at,
+          report,
         })),
       },
       text: `Versions of ${options.table}:\n${versions.join("\n") || "  (none yet)"}\nPublications:\n${publications.join("\n")}`,
@@ -115,4 +128,30 @@ export const commands: Record<string, Command> = {
       return { json: notice, text: `Posted ${notice.type} notice ${notice.id} on ${options.table}.` };
     },
   ),
+
+  // The quality gate (Part 6): thresholds, and held publications released or rejected.
+  "table:checks": command(z.object({ order: text, table: text, set: z.array(text).optional() }), async (options) => {
+    const checks = await tableChecks(options.order, options.table, options.set);
+    const lines = checks.map(
+      (check) =>
+        `  ${check.name.padEnd(24)} ${String(check.threshold).padEnd(6)} ${check.level}${check.default ? "" : "  (set)"}`,
+    );
+    return { json: { checks }, text: `Checks of ${options.table}:\n${lines.join("\n")}` };
+  }),
+
+  "table:release": command(z.object({ publication: text, reason: text }), async (options) => {
+    const released = await releasePublication(options.publication, options.reason);
+    return {
+      json: released,
+      text: `Released publication ${released.id}: it becomes the table's next version (table:versions shows it).`,
+    };
+  }),
+
+  "table:reject": command(z.object({ publication: text, reason: text }), async (options) => {
+    const rejected = await rejectPublication(options.publication, options.reason);
+    return {
+      json: rejected,
+      text: `Rejected publication ${rejected.id}; the table keeps its current version and later publications go on.`,
+    };
+  }),
 };
