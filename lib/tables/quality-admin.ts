@@ -68,7 +68,11 @@ export const REASON_MAX_CHARS = 2000;
 
 async function decide(publicationId: string, reasonText: string, action: "release" | "reject"): Promise<Decision> {
   const reason = reasonText.trim();
-  if (!reason) throw new AppError("invalid_argument", `--reason is required: say why the publication is ${action}d.`);
+  if (!reason)
+    throw new AppError(
+      "invalid_argument",
+      `--reason is required: say why the publication is ${action === "release" ? "released" : "rejected"}.`,
+    );
   if (reason.length > REASON_MAX_CHARS || /[\u0000-\u0008\u000b-\u001f\u007f]/.test(reason)) {
     throw new AppError(
       "invalid_argument",
@@ -96,7 +100,10 @@ async function decide(publicationId: string, reasonText: string, action: "releas
     await queueNext(tx, publication.table_id);
     return { id: publicationId, status: "failed" as const, reason };
   });
-  logger().info({ publicationId, action }, `held publication ${action}d`);
+  logger().info(
+    { publicationId, action },
+    action === "release" ? "held publication released" : "held publication rejected",
+  );
   return decision;
 }
 
