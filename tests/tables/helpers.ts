@@ -33,7 +33,7 @@ export async function partFile(dir: string, name: string, content: string): Prom
   return file;
 }
 
-/** Waits until the publication is ready or failed (the worker's pipeline, lib/tables/pipeline.ts). */
+/** Waits until the publication is ready, held by its quality checks, or failed (lib/tables/pipeline.ts). */
 export async function publicationDone(publicationId: string, withinMs = 120_000) {
   let status = "";
   await waitFor(
@@ -41,10 +41,10 @@ export async function publicationDone(publicationId: string, withinMs = 120_000)
       status = (
         await db().tablePublication.findUniqueOrThrow({ where: { id: publicationId }, select: { status: true } })
       ).status;
-      return status === "ready" || status === "failed";
+      return status === "ready" || status === "held" || status === "failed";
     },
     withinMs,
-    `publication ${publicationId} to be made a version or to fail`,
+    `publication ${publicationId} to be made a version, held or failed`,
   );
   return db().tablePublication.findUniqueOrThrow({
     where: { id: publicationId },
