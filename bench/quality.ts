@@ -1,0 +1,196 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { createReadStream, promises as fs } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { DuckDBInstance } from "@duckdb/node-api";
+import { createBuyer } from "../lib/buyers";
+import { db, disconnectDb } from "../lib/db/client";
+import { closeEnginePool } from "../lib/engine/engine-pool";
+import type { VersionFigures } from "../lib/engine/quality-figures";
+import { closeJobQueue } from "../lib/queue";
+import { createOrder } from "../lib/operator/orders";
+import { publishTable } from "../lib/tables/publish";
+import { measurePublication } from "../lib/tables/quality";
+import { benchRounds, spread } from "./lib/interleaved";
+import { BENCH_AUTH_SECRET, freshBenchDatabase, log, report, round, sampler, sleep, treeRssKb } from "./lib/common";
+
+/**
+ * The quality report's cost (contract Part 6), rounds interleaved (off, on, ...; BENCH_ROUNDS):
+ * (a) a keyed snapshot of BENCH_QUALITY_MB (default 1024) MB of Parquet in 10 parts published as
+ *     version 2 (every 10th row's price changed) by the job worker with the checks on, against the
+ *     same with TABLE_QUALITY_CHECKS=off; goal within 1.1x; (c) the worker's peak RSS (with its
+ *     engine processes) during each, goal within 1.1x;
+ * (b) the report's own time (the quality engine task) for version 2 of a table of
+ *     BENCH_QUALITY_BIG_ROWS (default 10,000,000) rows and of one of 1,000 rows, both appending
+ *     1,000 rows: it reads only the new parts and the stored figures, so goal within 1.2x.
+ */
+const megabytes = Number(process.env.BENCH_QUALITY_MB ?? 1024);
+const bigRows = Number(process.env.BENCH_QUALITY_BIG_ROWS ?? 10_000_000);
+const rounds = benchRounds();
+const workDir = await fs.mkdtemp(path.join(os.tmpdir(), "bench-quality-"));
+const databaseUrl = await freshBenchDatabase("dataset_access_bench_quality");
+const env = {
+  ...process.env,
+  DATABASE_URL: databaseUrl,
+  STORAGE_DIR: path.join(workDir, "storage"),
+  STORAGE_DRIVER: "local",
+  DATASET_TEMP_DIR: path.join(workDir, "engine"),
+  AUTH_SECRET: BENCH_AUTH_SECRET,
+  KEY_LIFECYCLE_CRON: "0 0 1 1 *",
+};
+Object.assign(process.env, env);
+
+/** Writes `parts` Parquet files of `rows` rows in all, ids from 0; `changed` alters every 10th price. */
+async function writeParts(name: string, rows: number, parts: number, changed = false): Promise<string[]> {
+  const instance = await DuckDBInstance.create(":memory:");
+  const connection = await instance.connect();
+  const files = [];
+  const per = Math.ceil(rows / parts);
+  for (let part = 0; part < parts; part++) {
+    const file = path.join(workDir, `${name}-${part}.parquet`);
+    const from = part * per;
+    await connection.run(`COPY (SELECT range AS id, 'SKU-' || range AS sku, 'Product ' || range || ', deluxe' AS name,
+      (range % 10000) / 100 ${changed ? "+ CASE WHEN range % 10 = 0 THEN 1 ELSE 0 END" : ""} AS price,
+      range % 500 AS quantity, TIMESTAMP '2026-10-01' + INTERVAL (range % 28) DAY AS listed_at,
+      'cat-' || (range % 40) AS category, CASE WHEN range % 7 = 0 THEN NULL ELSE 'note ' || (range % 1000) END AS note
+      FROM range(${from}, ${Math.min(rows, from + per)})) TO '${file}' (FORMAT parquet)`);
+    files.push(file);
+  }
+  connection.closeSync();
+  instance.closeSync();
+  return files;
+}
+
+/** Rows per MB of this Parquet, measured on a sample, so the parts come to about BENCH_QUALITY_MB. */
+async function rowsFor(mb: number): Promise<number> {
+  const [sample] = await writeParts("sample", 1_000_000, 1);
+  const { size } = await fs.stat(sample!);
+  return Math.round((1_000_000 * mb * 1024 * 1024) / size);
+}
+
+async function startWorker(checks: "on" | "off"): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", path.resolve("scripts/worker.ts")], {
+    env: { ...env, TABLE_QUALITY_CHECKS: checks },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout!.on("data", (chunk) => (output = (output + chunk).slice(-20_000)));
+  child.stderr!.on("data", (chunk) => (output = (output + chunk).slice(-20_000)));
+  for (let waited = 0; !output.includes("Job worker started"); waited += 100) {
+    if (child.exitCode !== null || waited > 120_000) throw new Error(`The worker did not start:\n${output}`);
+    await sleep(100);
+  }
+  return child;
+}
+
+async function stopWorker(child: ChildProcess) {
+  child.kill("SIGTERM");
+  await new Promise((resolve) => child.once("exit", resolve));
+}
+
+async function versionMade(publicationId: string): Promise<void> {
+  for (;;) {
+    const { status, error } = await db().tablePublication.findUniqueOrThrow({ where: { id: publicationId } });
+    if (status === "ready") return;
+    if (status === "failed" || status === "held") throw new Error(`publication ${status}: ${error}`);
+    await sleep(100);
+  }
+}
+
+const buyer = await createBuyer("bench-quality@example.com");
+const order = await createOrder({ buyerId: buyer.id, name: "Quality bench", status: "delivered" });
+
+async function publish(table: string, files: string[], mode: "snapshot" | "append" = "snapshot") {
+  const published = await publishTable({
+    orderId: order.id,
+    table,
+    mode,
+    key: ["id"],
+    parts: files.map((file) => ({
+      name: `${table}-${path.basename(file)}`,
+      source: { path: file, open: () => createReadStream(file) },
+    })),
+  });
+  await versionMade(published.publication);
+  return published.publication;
+}
+
+const rowsInAll = await rowsFor(megabytes);
+log(`writing ${megabytes} MB of Parquet in 10 parts (${rowsInAll} rows), twice`);
+const first = await writeParts("v1", rowsInAll, 10);
+const second = await writeParts("v2", rowsInAll, 10, true);
+
+/** (a), (c): version 2 with the checks `checks`; seconds from publishing to the version, and peak RSS. */
+async function versionTwo(checks: "on" | "off", round_: number) {
+  const worker = await startWorker(checks);
+  const table = `products_${checks}_${round_}`;
+  await publish(table, first);
+  const rss = sampler(() => treeRssKb(worker.pid!) / 1024, 100);
+  const started = performance.now();
+  await publish(table, second);
+  const seconds = (performance.now() - started) / 1000;
+  const peak = Math.max(...rss.stop());
+  await stopWorker(worker);
+  return { seconds, peak };
+}
+
+const runs = { off: [] as { seconds: number; peak: number }[], on: [] as { seconds: number; peak: number }[] };
+for (let r = 1; r <= rounds; r++) {
+  runs.off.push(await versionTwo("off", r));
+  runs.on.push(await versionTwo("on", r));
+  log(`round ${r}: off ${round(runs.off.at(-1)!.seconds)} s, on ${round(runs.on.at(-1)!.seconds)} s`);
+}
+const timeRatio = spread(runs.on.map((run, i) => run.seconds / runs.off[i]!.seconds));
+const rssRatio = spread(runs.on.map((run, i) => run.peak / runs.off[i]!.peak));
+
+log(`report time: version 2 of ${bigRows} rows and of 1,000 rows, each appending 1,000 rows`);
+const worker = await startWorker("on");
+const figuresOf = async (publicationId: string) =>
+  (await db().tablePublication.findUniqueOrThrow({ where: { id: publicationId } })).figures as VersionFigures;
+const bigFigures = await figuresOf(await publish("big", await writeParts("big", bigRows, 10), "append"));
+const smallFigures = await figuresOf(await publish("small", await writeParts("small", 1000, 1), "append"));
+const added = await publish("added", await writeParts("added", 1000, 1), "append");
+await stopWorker(worker);
+const addedParts = await db().orderFile.findMany({
+  where: { publicationId: added },
+  select: { renditions: { where: { format: "parquet" }, select: { storageKey: true } } },
+});
+const reportSeconds = { big: [] as number[], small: [] as number[] };
+for (let r = 0; r < rounds; r++) {
+  for (const [side, figures] of [
+    ["small", smallFigures],
+    ["big", bigFigures],
+  ] as const) {
+    const started = performance.now();
+    const measured = await measurePublication(addedParts, figures);
+    if ("error" in measured) throw new Error(measured.error);
+    reportSeconds[side].push((performance.now() - started) / 1000);
+  }
+}
+const reportRatio = spread(reportSeconds.big.map((seconds, i) => seconds / reportSeconds.small[i]!));
+
+await closeEnginePool();
+await closeJobQueue();
+await disconnectDb();
+await report(
+  "quality",
+  {
+    parquet_megabytes: megabytes,
+    rows: rowsInAll,
+    rounds,
+    version_two_seconds: {
+      off: runs.off.map((run) => round(run.seconds)),
+      on: runs.on.map((run) => round(run.seconds)),
+    },
+    checks_on_vs_off: timeRatio,
+    worker_peak_rss_mb: { off: runs.off.map((run) => round(run.peak)), on: runs.on.map((run) => round(run.peak)) },
+    rss_on_vs_off: rssRatio,
+    report_seconds: reportSeconds,
+    big_rows: bigRows,
+    report_big_vs_small: reportRatio,
+  },
+  `version 2 of a ${megabytes} MB keyed snapshot: checks on ${timeRatio.median}x the time of off ` +
+    `(${timeRatio.min}-${timeRatio.max}), worker peak RSS ${rssRatio.median}x; report of 1,000 new rows after ` +
+    `${bigRows} rows ${reportRatio.median}x the time after 1,000 rows`,
+);
+await fs.rm(workDir, { recursive: true, force: true });
