@@ -17,7 +17,7 @@ import { createTestEnvironment } from "../helpers/database";
 import { buyer, order, type TestEnvironment } from "../helpers/fixtures";
 import { startServer, TEST_AUTH_SECRET, type TestServer } from "../helpers/server";
 import { waitFor } from "../helpers/wait";
-import { publicationDone } from "./helpers";
+import { publicationDone, withoutQualityChecks } from "./helpers";
 
 /**
  * Every version's change file (contract Part 4, "Change feed") against a diff computed here, in the
@@ -76,6 +76,8 @@ async function version(table: string, rows: Row[], options: { mode?: "snapshot" 
   });
   const done = await publicationDone(published.publication, 240_000);
   expect(done).toMatchObject({ status: "ready", error: null });
+  // Change files are tested here, not the gate: the versions after the first change as much as they like.
+  if (done.version === 1) await withoutQualityChecks(orderId, table);
   return done.version!;
 }
 

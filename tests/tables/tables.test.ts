@@ -11,7 +11,7 @@ import { runAdmin, runAdminJson } from "../helpers/admin";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";
 import { startServer, type TestServer } from "../helpers/server";
-import { partFile, productsCsv, products, publicationDone } from "./helpers";
+import { partFile, productsCsv, products, publicationDone, withoutQualityChecks } from "./helpers";
 
 /**
  * Tables and versions (contract Part 4) on the production server and its worker, on the storage
@@ -145,10 +145,23 @@ describe("table:publish", { timeout: 240_000 }, () => {
       "catalog",
     );
     expect(history.versions).toEqual([
-      { version: 1, created_at: expect.any(String), rows: 100, changes: { inserted: 100, updated: 0, deleted: 0 } },
+      {
+        version: 1,
+        created_at: expect.any(String),
+        rows: 100,
+        changes: { inserted: 100, updated: 0, deleted: 0 },
+        quality: { status: "passed", reason: null, checks: [] },
+      },
     ]);
+    // The publication's quality report (Part 6): a first version has nothing to compare with.
     expect(history.publications).toEqual([
-      { id: answer.publication, status: "ready", error: null, created_at: expect.any(String) },
+      {
+        id: answer.publication,
+        status: "ready",
+        error: null,
+        created_at: expect.any(String),
+        report: expect.objectContaining({ rows: 100, previous_rows: null, added_columns: [] }),
+      },
     ]);
   });
 
@@ -218,7 +231,8 @@ describe("table:publish", { timeout: 240_000 }, () => {
         publishTable({
           orderId,
           table: "burst",
-          parts: [{ name: `burst-${n}.csv`, source: stream(productsCsv(products(n, n))) }],
+          // The same rows each time: whichever order they get, no version is held by its quality checks.
+          parts: [{ name: `burst-${n}.csv`, source: stream(productsCsv(products(1, 5))) }],
         }),
       ),
     );
@@ -328,6 +342,7 @@ describe("table:publish", { timeout: 240_000 }, () => {
 
   it("takes a version that adds columns after the previous ones", async () => {
     await publish("widen", { "widen-v1.csv": productsCsv(products(1, 3)) });
+    await withoutQualityChecks(orderId, "widen"); // v2 keeps one row of three: the gate would hold it
     const wider = await publish("widen", { "widen-v2.csv": "id,name,price,stock\n1,a,1.5,3\n" });
     expect(wider.done).toMatchObject({ status: "ready", version: 2 });
     const table = (await getOrder()).tables.find((one) => one.name === "widen")!;
