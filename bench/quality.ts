@@ -68,11 +68,17 @@ async function rowsFor(mb: number): Promise<number> {
   return Math.round((1_000_000 * mb * 1024 * 1024) / size);
 }
 
+/** Workers still running end with the bench, also when it fails (another run would share their database). */
+const workers = new Set<ChildProcess>();
+process.on("exit", () => workers.forEach((child) => child.kill("SIGTERM")));
+
 async function startWorker(checks: "on" | "off"): Promise<ChildProcess> {
   const child = spawn(process.execPath, ["--import", "tsx", path.resolve("scripts/worker.ts")], {
     env: { ...env, TABLE_QUALITY_CHECKS: checks },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  workers.add(child);
+  child.once("exit", () => workers.delete(child));
   let output = "";
   child.stdout!.on("data", (chunk) => (output = (output + chunk).slice(-20_000)));
   child.stderr!.on("data", (chunk) => (output = (output + chunk).slice(-20_000)));
@@ -108,7 +114,7 @@ async function publish(table: string, files: string[], mode: "snapshot" | "appen
     key: ["id"],
     parts: files.map((file) => ({
       name: `${table}-${path.basename(file)}`,
-      source: { path: file, open: () => createReadStream(file) },
+      source: { stream: createReadStream(file) },
     })),
   });
   await versionMade(published.publication);

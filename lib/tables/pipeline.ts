@@ -143,15 +143,15 @@ export async function advancePublication(publicationId: string): Promise<Advance
   // made at once, in two engine processes. A diff against the previous version joins on the key, so it
   // waits for the key to hold (a key found many times would multiply the join's rows).
   const insertsOnly = !previous || table.mode === "append";
-  // The quality figures are measured in a third engine task at the same time (one read of the new
-  // parts; the previous version only through its stored figures). A released publication has them.
+  // The quality figures are measured in a third engine task meanwhile (one read of the new parts; the
+  // previous version only through its stored figures), awaited last: it runs on while the change file
+  // is made after the key check. A released publication has them.
   const released = releasedReport(publication);
-  const measuring =
-    qualityChecksOn() && !released ? measurePublication(parts, (previous?.figures ?? null) as never) : undefined;
-  const [keyChecked, early, measuredSettled] = await Promise.allSettled([
+  const measuring = qualityChecksOn() && !released ? measurePublication(parts, previous?.figures) : undefined;
+  const measuredSettled = Promise.allSettled([measuring]).then(([settled]) => settled);
+  const [keyChecked, early] = await Promise.allSettled([
     table.key.length > 0 ? keyProblem(parts, table.key, table.mode === "snapshot") : undefined,
     insertsOnly ? makeChanges() : undefined,
-    measuring,
   ]);
   const madeEarly = early.status === "fulfilled" && early.value && !("error" in early.value) ? early.value : undefined;
   if (keyChecked.status === "rejected" || keyChecked.value) {
@@ -162,11 +162,12 @@ export async function advancePublication(publicationId: string): Promise<Advance
   if (early.status === "rejected") throw early.reason;
   const changeFile = early.value ?? (await makeChanges());
   if ("error" in changeFile) return fail(publicationId, table.id, changeFile.error);
-  if (measuredSettled.status === "rejected") {
+  const measuredOutcome = await measuredSettled;
+  if (measuredOutcome.status === "rejected") {
     await discardChangeFile(changeFile);
-    throw measuredSettled.reason;
+    throw measuredOutcome.reason;
   }
-  const measured = measuredSettled.value;
+  const measured = measuredOutcome.value;
   if (measured && "error" in measured) {
     await discardChangeFile(changeFile);
     return fail(publicationId, table.id, measured.error);

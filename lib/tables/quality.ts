@@ -27,7 +27,8 @@ export const qualityChecksOn = () => process.env.TABLE_QUALITY_CHECKS !== "off";
 /** The figures of the publication's parts (their Parquet renditions) against the current version's stored figures. */
 export async function measurePublication(
   parts: { renditions: { storageKey: string | null }[] }[],
-  previous: VersionFigures | null,
+  /** The current version's stored figures (JSON; null or absent for a version made before the checks). */
+  previous: unknown,
 ): Promise<QualityFigures | { error: string }> {
   return withTempDir(async (workDir) => {
     const local = [];
@@ -35,7 +36,8 @@ export async function measurePublication(
       local.push(await localCopy(part.renditions[0]!.storageKey!, workDir, `part-${index}.parquet`));
     }
     try {
-      return await runEngineTask("qualityFigures", { parts: local, previous }, { directory: workDir, readable: local });
+      const input = { parts: local, previous: (previous ?? null) as VersionFigures | null };
+      return await runEngineTask("qualityFigures", input, { directory: workDir, readable: local });
     } catch (error) {
       logger().warn({ ...errorFields(error) }, "quality figures not measured");
       return { error: `Its quality report could not be made: ${duckdbMessageFor(error, "the parts", [workDir])}` };
