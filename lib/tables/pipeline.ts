@@ -282,8 +282,9 @@ export async function processPendingNow(): Promise<void> {
       select: { id: true },
     });
     for (const { id } of unmade) await makeRendition(id, "parquet");
+    // Those waiting behind a held publication wait for the operator, not for this loop.
     const processing = await db().tablePublication.findMany({
-      where: { status: "processing" },
+      where: { status: "processing", table: { publications: { none: { status: "held" } } } },
       orderBy: { seq: "asc" },
       select: { id: true },
     });
