@@ -1,6 +1,6 @@
 import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { db } from "../../lib/db/client";
+import { db, Prisma } from "../../lib/db/client";
 import { versionPageSchema, versionSchema } from "../../lib/schemas/api";
 import {
   QUALITY_BEFORE_CHECKS,
@@ -10,6 +10,7 @@ import {
 } from "../../lib/schemas/quality";
 import { processPendingNow } from "../../lib/tables/pipeline";
 import { publishTable } from "../../lib/tables/publish";
+import { withoutQualityChecks } from "../tables/helpers";
 import { createEndpoint } from "../../lib/webhooks/endpoints";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";
@@ -78,6 +79,8 @@ beforeAll(async () => {
   fixtures.otherOrder = (await order(b.id)).id;
   await createEndpoint({ buyerId: a.id, url: "http://127.0.0.1:9/hooks", events: ["table.updated"] });
   await publish(fixtures.orderId, "id,price\n1,3\n2,4\n3,5\n", "v1.csv");
+  // Versions 2 and 3 drop rows: the gate is off here, their reports and quality are written below.
+  await withoutQualityChecks(fixtures.orderId, "products");
   await publish(fixtures.orderId, "id,price\n1,6\n2,\n", "v2.csv");
   await publish(fixtures.orderId, "id,price\n1,6\n", "v3.csv");
   await publish(fixtures.otherOrder, "id,price\n9,1\n", "b.csv");
@@ -86,6 +89,9 @@ beforeAll(async () => {
     select: { version: true, publicationId: true },
   });
   expect(versions.map((version) => version.version).sort()).toEqual([1, 2, 3]);
+  // Version 1 of both orders as made before the checks existed: no report, no quality.
+  await db().tablePublication.updateMany({ where: { version: 1 }, data: { report: Prisma.DbNull } });
+  await db().tableVersion.updateMany({ where: { version: 1 }, data: { quality: Prisma.DbNull } });
   const second = versions.find((version) => version.version === 2)!;
   await db().tablePublication.update({ where: { id: second.publicationId }, data: { report: REPORT } });
   await db().tableVersion.update({ where: { publicationId: second.publicationId }, data: { quality: WARNED } });

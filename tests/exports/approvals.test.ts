@@ -12,6 +12,7 @@ import { exportRunSchema } from "../../lib/schemas/exports";
 import type { Quality } from "../../lib/schemas/quality";
 import { OPERATOR } from "../../lib/security/log";
 import { processPendingNow } from "../../lib/tables/pipeline";
+import { withoutQualityChecks } from "../tables/helpers";
 import { publishTable } from "../../lib/tables/publish";
 import { runAdminJson, runAdmin } from "../helpers/admin";
 import { createTestEnvironment } from "../helpers/database";
@@ -70,6 +71,8 @@ beforeAll(async () => {
       ],
     });
     await processPendingNow();
+    // Versions 2 and 3 drop and delete rows: the gate is off here, their quality is written below.
+    if (index === 0) await withoutQualityChecks(fixtures.orderId, "prices");
   }
   for (const [version, quality] of [
     [2, warned],
