@@ -3,6 +3,7 @@ import type { Column } from "../datasets/profile";
 import type { Json } from "../engine/preview-values";
 import { db } from "../db/client";
 import { tableNotFound } from "./queries";
+import { versionPoints, versionQualities, type VersionPoint, type VersionQualityView } from "./quality-views";
 
 /**
  * An order's tables as the dashboard and a share page show them: each table's current version and
@@ -21,7 +22,7 @@ export type VersionSummary = {
   changes: Changes | null;
   /** The version's change file (a file of the order, downloadable and previewable by id). */
   changeFileId: string | null;
-};
+} & VersionQualityView;
 
 export type TableSummary = {
   name: string;
@@ -34,6 +35,8 @@ export type TableSummary = {
   versions: VersionSummary[];
   /** How many versions are kept in all (the history may show fewer). */
   versionCount: number;
+  /** Rows and changes of its latest kept versions, oldest first, for the versions chart. */
+  chart: VersionPoint[];
 };
 
 /** The tables of one of the buyer's orders, by name, with up to `historyLength` versions each. */
@@ -52,7 +55,15 @@ export async function orderTables(buyerId: string, orderId: string, historyLengt
         where: { prunedAt: null },
         orderBy: { version: "desc" },
         take: historyLength,
-        select: { version: true, createdAt: true, rows: true, changes: true, changeFileId: true, publicationId: true },
+        select: {
+          version: true,
+          createdAt: true,
+          rows: true,
+          changes: true,
+          changeFileId: true,
+          publicationId: true,
+          quality: true,
+        },
       },
     },
   });
@@ -64,6 +75,10 @@ export async function orderTables(buyerId: string, orderId: string, historyLengt
     _sum: { size: true },
   });
   const partsOf = new Map(parts.map((row) => [row.publicationId, row]));
+  const [qualities, points] = await Promise.all([
+    versionQualities(tables.flatMap((table) => table.versions)),
+    versionPoints(tables.map((table) => table.id)),
+  ]);
   return tables.map((table) => {
     const versions = table.versions.map((version) => ({
       version: version.version,
@@ -73,6 +88,7 @@ export async function orderTables(buyerId: string, orderId: string, historyLengt
       bytes: Number(partsOf.get(version.publicationId)?._sum.size ?? 0),
       changes: (version.changes as Changes | null) ?? null,
       changeFileId: version.changeFileId,
+      ...qualities.get(version.publicationId)!,
     }));
     const current = versions.find((version) => version.version === table.currentVersion);
     return {
@@ -84,6 +100,7 @@ export async function orderTables(buyerId: string, orderId: string, historyLengt
       updatedAt: current?.createdAt ?? null,
       versions,
       versionCount: table._count.versions,
+      chart: points.get(table.id) ?? [],
     };
   });
 }
