@@ -1,5 +1,7 @@
 import { FileCard, type OrderFile } from "./file-card";
 import { FilePreview } from "./file-preview";
+import { QualityBadge, QualityReport } from "./quality-report";
+import { VersionChart } from "./version-chart";
 import { FORMAT_LABELS } from "./file-profile";
 import { RENDITION_FORMATS, type RenditionFormat } from "@/lib/data-formats";
 import type { PreviewResult } from "@/lib/http/browser-download";
@@ -179,6 +181,9 @@ function VersionHistory({
         Version history ({table.versionCount} version{table.versionCount === 1 ? "" : "s"}
         {shown < table.versionCount ? `, latest ${shown} shown` : ""})
       </summary>
+      <div className="border-b border-slate-200 px-3 py-3">
+        <VersionChart table={table.name} points={table.chart} />
+      </div>
       {/* A card per version on narrow screens (label beside value); from lg up the cards line up under one header row. */}
       <div
         aria-hidden
@@ -222,6 +227,15 @@ function VersionHistory({
                 />
               </dd>
             </dl>
+            <div className="mt-2 flex flex-wrap items-start gap-x-3 gap-y-1" data-testid="version-quality">
+              <QualityBadge quality={version.quality} />
+              <QualityReport
+                table={table.name}
+                version={version.version}
+                quality={version.quality}
+                report={version.report}
+              />
+            </div>
           </li>
         ))}
       </ol>
