@@ -9,7 +9,9 @@ import {
   VerificationError,
 } from "./errors.js";
 import { deferringPending, type RenditionFormat } from "./formats.js";
+import { countOf, forTerminal } from "./terminal.js";
 import { orderIdProblem, pathInside, targetDirectory } from "./paths.js";
+import { notPassedReason, qualityOf, type Quality } from "./quality.js";
 
 /** `D/.dataset-access-changes.json`: the change files a `changes` run wrote into D, with their size and sha256. */
 export const CHANGES_MANIFEST_NAME = ".dataset-access-changes.json";
@@ -65,6 +67,11 @@ export type ChangesReport = {
   /** Versions after `since` that were pruned: their changes cannot be had, read the table whole instead. */
   pruned: number[];
   failures: { version: number; error: string }[];
+  /**
+   * The first version after `since` whose quality is not `passed` (warned, or held and released),
+   * without `acceptWarnings`: nothing of it or of later versions was fetched.
+   */
+  refused: { version: number; status: Quality["status"]; reason: string | null; message: string } | null;
 };
 
 export type ChangesOptions = {
@@ -74,6 +81,8 @@ export type ChangesOptions = {
   since: number;
   dir: string;
   format?: RenditionFormat;
+  /** Apply versions whose quality is warned or released too (by default `changes` stops before the first). */
+  acceptWarnings?: boolean;
   onFile?: (event: { version: number; file: string; done: number; total: number }) => void;
   onBytes?: (bytes: number) => void;
 };
@@ -136,6 +145,7 @@ export async function changes(client: DatasetAccessClient, options: ChangesOptio
     files: [],
     pruned: [],
     failures: [],
+    refused: null,
   };
   const wanted: Version[] = [];
   if (table.version !== null && table.version > options.since) {
@@ -149,8 +159,17 @@ export async function changes(client: DatasetAccessClient, options: ChangesOptio
   }
   wanted.reverse();
   const kept = new Set(wanted.map((version) => version.version));
-  for (let version = options.since + 1; version <= (table.version ?? 0); version++)
-    if (!kept.has(version)) report.pruned.push(version);
+  // A version not passed stops the run before it: the ones before it are fetched, it and later ones are not.
+  const stop = options.acceptWarnings ? -1 : wanted.findIndex((version) => qualityOf(version).status !== "passed");
+  if (stop >= 0) {
+    const { version } = wanted[stop]!;
+    const quality = qualityOf(wanted[stop]!);
+    const message = notPassedReason(options.table, version, quality);
+    report.refused = { version, status: quality.status, reason: quality.reason, message };
+    wanted.splice(stop);
+  }
+  const upTo = report.refused ? report.refused.version - 1 : (table.version ?? 0);
+  for (let version = options.since + 1; version <= upTo; version++) if (!kept.has(version)) report.pruned.push(version);
 
   let done = 0;
   const finished = (version: Version, file: string) =>
@@ -228,4 +247,21 @@ export async function changes(client: DatasetAccessClient, options: ChangesOptio
   const present = new Set(report.files.map((file) => file.version));
   while (present.has(report.last_version + 1)) report.last_version++;
   return report;
+}
+
+/** The report of the `changes` command for a person: counts and problems on stderr, the next --since on stdout. */
+export function printChangesReport(report: ChangesReport): void {
+  const written = report.files.filter((file) => file.action === "written").length;
+  const skipped = report.files.length - written;
+  console.error(
+    `${forTerminal(report.table)}: current version ${report.current_version ?? "none"}; ${countOf(written, "change file")} written, ${skipped} already there.`,
+  );
+  if (report.pruned.length > 0)
+    console.error(
+      `Pruned: versions ${report.pruned.join(", ")} are no longer kept: read the table's current version whole instead.`,
+    );
+  for (const failure of report.failures)
+    console.error(`Failed: version ${failure.version}: ${forTerminal(failure.error)}`);
+  if (report.refused) console.error(forTerminal(report.refused.message));
+  console.log(`Last version written: ${report.last_version}`);
 }

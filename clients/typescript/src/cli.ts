@@ -18,7 +18,8 @@ import {
 } from "./formats.js";
 import type { WaitReason } from "./http.js";
 import { pathInside, targetDirectory } from "./paths.js";
-import { changes, type ChangesReport } from "./changes.js";
+import { changes, printChangesReport } from "./changes.js";
+import { formatQualityReport, qualityOf } from "./quality.js";
 import { sync, type RefundedOrder, type SyncReport } from "./sync.js";
 import { countOf, forTerminal } from "./terminal.js";
 
@@ -35,7 +36,10 @@ Commands:
   changes --order ID --table NAME --since N --dir D
                               fetch the change files of the versions after N into
                               D/<table>.v<version>.changes.<format>; prints the last version
-                              written (the --since of the next run)
+                              written (the --since of the next run). Stops before the first
+                              version whose quality is not passed, unless --accept-warnings
+  quality --order ID --table NAME [--version N]
+                              a version's quality report (default: the current version)
 
 Options:
   --dir D               where files go (download: default ., sync: required)
@@ -48,12 +52,13 @@ Options:
   --concurrency N       sync: files fetched at once (default 4)
   --delete              sync: remove the local copies of refunded orders, and the files
                         that left a delivered order's list (a new snapshot version's old parts)
+  --accept-warnings     changes: apply versions whose quality is warned or released too
   --json                print a JSON report on stdout (the default when stdout is not a terminal)
   -h, --help            this help
 
 Environment: DATASET_ACCESS_KEY (an API key with datasets:read), DATASET_ACCESS_URL (the server).
 Exit codes: 0 done; 1 some files failed, or were refused as unsafe (see the report), or the one
-FILE named has no rendition in F; 2 usage; 3 refused by the API; 4 network.`;
+FILE named has no rendition in F, or changes stopped before a version not passed; 2 usage; 3 refused by the API; 4 network.`;
 
 class UsageError extends Error {}
 
@@ -146,21 +151,6 @@ function printTables(tables: Table[]): void {
         .join("  ")
         .trimEnd(),
     );
-}
-
-function printChangesReport(report: ChangesReport): void {
-  const written = report.files.filter((file) => file.action === "written").length;
-  const skipped = report.files.length - written;
-  console.error(
-    `${forTerminal(report.table)}: current version ${report.current_version ?? "none"}; ${countOf(written, "change file")} written, ${skipped} already there.`,
-  );
-  if (report.pruned.length > 0)
-    console.error(
-      `Pruned: versions ${report.pruned.join(", ")} are no longer kept: read the table's current version whole instead.`,
-    );
-  for (const failure of report.failures)
-    console.error(`Failed: version ${failure.version}: ${forTerminal(failure.error)}`);
-  console.log(`Last version written: ${report.last_version}`);
 }
 
 function formatOption(value: string | undefined): RenditionFormat | undefined {
@@ -267,6 +257,8 @@ async function main(argv: string[]): Promise<number> {
       order: { type: "string" },
       table: { type: "string" },
       since: { type: "string" },
+      version: { type: "string" },
+      "accept-warnings": { type: "boolean", default: false },
       json: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
@@ -343,13 +335,29 @@ async function main(argv: string[]): Promise<number> {
         since: Number(values.since),
         dir: values.dir,
         format,
+        acceptWarnings: values["accept-warnings"],
         onFile: json
           ? undefined
           : ({ version, file }) => process.stderr.write(`version ${version}: ${forTerminal(file)}\n`),
       });
       if (json) console.log(JSON.stringify(report, null, 2));
       else printChangesReport(report);
-      return report.failures.length > 0 || report.pruned.length > 0 ? EXIT.failedFiles : EXIT.ok;
+      const incomplete = report.failures.length > 0 || report.pruned.length > 0 || report.refused !== null;
+      return incomplete ? EXIT.failedFiles : EXIT.ok;
+    }
+    case "quality": {
+      if (!values.order || !values.table) throw new UsageError("quality needs --order ID --table NAME.");
+      if (values.version !== undefined && !/^[1-9]\d*$/.test(values.version))
+        throw new UsageError("--version must be a version number (1 or more).");
+      const { order, table } = values;
+      const number = values.version ? Number(values.version) : (await client.tables.get(order, table)).version;
+      const report = await client.tables.quality(order, table, number ?? undefined);
+      if (json) console.log(JSON.stringify(report, null, 2));
+      else {
+        const version = await client.tables.version(order, table, number!);
+        console.log(formatQualityReport(table, version.version, qualityOf(version), report));
+      }
+      return EXIT.ok;
     }
     default:
       throw new UsageError(`Unknown command "${command}".`);

@@ -12,6 +12,7 @@ import { isRendition, localName, noRenditionReason, readyRendition, type Renditi
 import type { components, paths } from "./generated/api.js";
 import { defaultSleep, problemError, retryAfterMs, Transport, type RetryOptions } from "./http.js";
 import { pathInside, targetDirectory } from "./paths.js";
+import type { QualityReport } from "./quality.js";
 
 export type Order = components["schemas"]["Order"];
 export type OrderFile = components["schemas"]["File"];
@@ -279,7 +280,6 @@ export function createClient(options: ClientOptions = {}) {
 
   /** The order's tables, each as of its current version (an order read; `[]` from a server without tables). */
   async function listTables(orderId: string): Promise<Table[]> {
-    // A server from before tables lists none.
     return (await getOrder(orderId)).tables ?? [];
   }
 
@@ -307,6 +307,14 @@ export function createClient(options: ClientOptions = {}) {
   /** One version of a table: 404 version_not_found when it was never made, or was pruned. */
   function getVersion(orderId: string, table: string, version: number): Promise<Version> {
     return getJson<Version>(`${tablePath(orderId, table)}/versions/${version}`);
+  }
+
+  /** A version's quality report (contract Part 6), by default the current version's (the table is read first). */
+  async function getQuality(orderId: string, table: string, version?: number): Promise<QualityReport> {
+    const number = version ?? (await getTable(orderId, table)).version;
+    if (number === null)
+      throw new DatasetAccessError(404, { code: "version_not_found", detail: `Table ${table} has no version yet.` });
+    return getJson<QualityReport>(`${tablePath(orderId, table)}/versions/${number}/quality`);
   }
 
   /**
@@ -377,6 +385,7 @@ export function createClient(options: ClientOptions = {}) {
       get: getTable,
       versions: listVersions,
       version: getVersion,
+      quality: getQuality,
       changesLink,
       downloadChanges,
     },

@@ -35,6 +35,14 @@ export {
   UnsafeResponseError,
   VerificationError,
 } from "./errors.js";
+export {
+  formatQualityReport,
+  qualityOf,
+  type ColumnQuality,
+  type Quality,
+  type QualityCheck,
+  type QualityReport,
+} from "./quality.js";
 export { RENDITION_FORMATS, renditionName, type RenditionFormat } from "./formats.js";
 export type { WaitReason } from "./http.js";
 export {
