@@ -13,6 +13,8 @@
     python3 dataset_access.py sync --dir data/ [--format parquet|csv|jsonl] [--delete] [--json]
     python3 dataset_access.py tables --order ORDER
     python3 dataset_access.py changes --order ORDER --table NAME --since N --dir changes/ [--format jsonl]
+                                      [--accept-warnings]
+    python3 dataset_access.py quality --order ORDER --table NAME [--version N]
 
 Requests are retried on 429 and 503 after their Retry-After, on other 5xx and network errors with
 jittered exponential backoff, never on other 4xx; the client paces itself from the RateLimit header
@@ -26,8 +28,12 @@ Ids and names from the server are treated as hostile: an order or file whose id 
 whose name could reach outside the directory (`..`, `a/b`, a NUL, ...), or whose path meets a symbolic
 link is skipped and reported under "refused"; nothing is created or deleted outside the directory.
 
-Exit codes of the command: 0 done; 1 some files failed, or were refused as unsafe; 2 usage; 3 refused by
-the API; 4 network.
+Every version is judged before it goes out (its `quality`: passed, warned, or released after being held).
+`changes` and read_changes_pandas stop before the first version that is not passed unless told to accept it
+(--accept-warnings, accept_warnings=True); `quality` gives a version's report.
+
+Exit codes of the command: 0 done; 1 some files failed, or were refused as unsafe, or changes stopped before a
+version not passed; 2 usage; 3 refused by the API; 4 network.
 """
 
 import argparse
@@ -51,6 +57,7 @@ __all__ = [
     "DatasetAccessError",
     "NetworkError",
     "NoRenditionError",
+    "QualityRefusedError",
     "RenditionPendingError",
     "UnsafeResponseError",
     "VerificationError",
@@ -109,6 +116,28 @@ class RenditionPendingError(Exception):
     def __init__(self, message, retry_after):
         self.retry_after = retry_after
         super().__init__(message)
+
+
+class QualityRefusedError(Exception):
+    """A version whose quality is not "passed" (warned, or held and released) met without accept_warnings: nothing
+    of it was applied. `frame` holds the changes of the versions before it (read_changes_pandas), which are."""
+
+    def __init__(self, table, version, quality, frame=None):
+        self.table, self.version, self.frame = table, version, frame
+        self.status, self.reason = quality.get("status"), quality.get("reason")
+        super().__init__(_not_passed_reason(table, version, quality))
+
+
+def _quality_of(version):
+    """A version's quality; a server from before the checks sends none, which reads as passed."""
+    return version.get("quality") or {"status": "passed", "reason": None, "checks": []}
+
+
+def _not_passed_reason(table, version, quality):
+    reason = " (%s)" % quality["reason"] if quality.get("reason") else ""
+    return ("%s version %d was not applied: its quality is %s%s, not passed; nothing of it or of later versions was "
+            "applied. Read its report with quality(), and pass accept_warnings=True (--accept-warnings) to apply it."
+            % (table, version, quality.get("status"), reason))
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -446,6 +475,18 @@ class Client:
         """One version of a table (404 version_not_found when it was never made, or was pruned)."""
         return self._json("%s/versions/%d" % (self._table_path(order_id, table), int(version)))
 
+    def quality(self, order_id, table, version=None):
+        """A version's quality report (default: the current version's, read from the table first): {rows,
+        previous_rows, changes, added_columns, columns: [{name, type, null_fraction, previous_null_fraction,
+        distinct, previous_distinct, min, max, mean, psi}], checks: [{name, column, value, threshold, level,
+        outcome}]}."""
+        if version is None:
+            version = self.table(order_id, table)["version"]
+            if version is None:
+                raise DatasetAccessError(404, {"code": "version_not_found",
+                                               "detail": "Table %s has no version yet." % table})
+        return self._json("%s/versions/%d/quality" % (self._table_path(order_id, table), int(version)))
+
     def changes_link(self, order_id, table, version, format="parquet"):
         """A fresh signed link to a version's change file (parquet, or its csv or jsonl form), not followed;
         RenditionPendingError (the 202) while the server makes it."""
@@ -521,13 +562,15 @@ class Client:
             return pandas.DataFrame(columns=columns)
         return pandas.concat(frames, ignore_index=True)[columns]
 
-    def read_changes_pandas(self, order_id, table, since_version):
+    def read_changes_pandas(self, order_id, table, since_version, accept_warnings=False):
         """What changed in a table after `since_version`, as one pandas DataFrame: the change files of every
         later version, oldest first, with the table's columns, `_change_type` (insert, delete,
         update_preimage, update_postimage), `_commit_version` and `_commit_timestamp` (the version's
         created_at, UTC), as Delta's change data feed has them. Parquet with pyarrow, else the change files'
         JSON Lines form. A version after `since_version` that was pruned raises DatasetAccessError
-        (version_not_found): its changes cannot be had, read the table whole instead."""
+        (version_not_found): its changes cannot be had, read the table whole instead. A version whose quality is
+        not "passed" raises QualityRefusedError unless accept_warnings=True: nothing of it is in the error's
+        `frame`, which holds the changes of the versions before it."""
         pandas = _import_pandas("read_changes_pandas")
         current = self.table(order_id, table)["version"] or 0
         wanted = sorted((v for v in self.iter_versions(order_id, table) if v["version"] > since_version),
@@ -539,8 +582,12 @@ class Client:
                 "table's current version whole instead." % (table, ", ".join(map(str, missing)), since_version))})
         format = "parquet" if importlib.util.find_spec("pyarrow") is not None else "jsonl"
         frames = []
+        refused = None
         with tempfile.TemporaryDirectory(prefix="dataset-access-") as directory:
             for each in wanted:
+                if not accept_warnings and _quality_of(each)["status"] != "passed":
+                    refused = each
+                    break
                 path = os.path.join(directory, "v%d.%s" % (each["version"], format))
                 result = self.download_changes(order_id, table, each["version"], path, format=format)
                 columns = [column["name"] for column in each["columns"]] + ["_change_type"]
@@ -554,8 +601,12 @@ class Client:
                 frames.append(frame)
         if not frames:
             columns = [column["name"] for column in self.table(order_id, table).get("columns") or []]
-            return pandas.DataFrame(columns=columns + ["_change_type", "_commit_version", "_commit_timestamp"])
-        return pandas.concat(frames, ignore_index=True)
+            result = pandas.DataFrame(columns=columns + ["_change_type", "_commit_version", "_commit_timestamp"])
+        else:
+            result = pandas.concat(frames, ignore_index=True)
+        if refused is not None:
+            raise QualityRefusedError(table, refused["version"], _quality_of(refused), result)
+        return result
 
 
 def _problem(status, headers, body):
@@ -1215,12 +1266,14 @@ def change_file_name(table, version, format):
     return "%s.v%d.changes.%s" % (table, version, format)
 
 
-def changes(client, order_id, table, since, directory, format="parquet", on_file=None):
+def changes(client, order_id, table, since, directory, format="parquet", on_file=None, accept_warnings=False):
     """Fetches the change files of a table's versions after `since` into `directory` as
     <table>.v<version>.changes.<format>, as the TypeScript client's `changes` does: each resumable (.part),
     checked by the size its link answers and the sha256 its ETag gives where it is one, recorded with its
     sha256 in directory/.dataset-access-changes.json; one recorded and present with its size is skipped.
-    Answers the same report: last_version (the `since` of the next run), files, pruned, failures."""
+    Answers the same report: last_version (the `since` of the next run), files, pruned, failures, and refused:
+    the first version whose quality is not "passed" ({version, status, reason, message}; it and later versions
+    are not fetched) unless accept_warnings=True, else None."""
     if _order_id_problem(order_id):
         raise DatasetAccessError(404, {"code": "order_not_found", "detail": "%s: %s." % (
             order_id, _order_id_problem(order_id))})
@@ -1239,7 +1292,7 @@ def changes(client, order_id, table, since, directory, format="parquet", on_file
         manifest = {"version": 1, "files": {}}
     current = client.table(order_id, table)["version"]
     report = {"order": order_id, "table": table, "format": format, "since": since, "current_version": current,
-              "last_version": since, "files": [], "pruned": [], "failures": []}
+              "last_version": since, "files": [], "pruned": [], "failures": [], "refused": None}
     wanted = []
     if current is not None and current > since:
         for version in client.iter_versions(order_id, table):
@@ -1252,7 +1305,17 @@ def changes(client, order_id, table, since, directory, format="parquet", on_file
             wanted.append(version)
     wanted.reverse()
     kept = {version["version"] for version in wanted}
-    report["pruned"] = [number for number in range(since + 1, (current or 0) + 1) if number not in kept]
+    # A version not passed stops the run before it: the ones before it are fetched, it and later ones are not.
+    for index, version in enumerate(wanted if not accept_warnings else []):
+        quality = _quality_of(version)
+        if quality["status"] != "passed":
+            report["refused"] = {"version": version["version"], "status": quality["status"],
+                                 "reason": quality.get("reason"),
+                                 "message": _not_passed_reason(table, version["version"], quality)}
+            del wanted[index:]
+            break
+    up_to = report["refused"]["version"] - 1 if report["refused"] else (current or 0)
+    report["pruned"] = [number for number in range(since + 1, up_to + 1) if number not in kept]
 
     def fetch_one(version, wait, final):
         name = change_file_name(table, version["version"], format)
@@ -1423,6 +1486,50 @@ def _print_download_report(report):
         print("Failed: %s: %s" % (_for_terminal(failure["file"]), _for_terminal(failure["error"])))
 
 
+def _aligned(rows):
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(widths[column]) for column, cell in enumerate(row)).rstrip() for row in rows]
+
+
+def _check_figure(name, value):
+    """A check's value as its kind reads: a row count, a PSI, or a fraction as a percentage."""
+    if name == "row_count_zero":
+        return "{:,}".format(int(value))
+    if name == "distribution_shift":
+        return "%.3f" % value
+    return "%.1f%%" % (value * 100)
+
+
+def _print_quality_report(table, version, quality, report):
+    """A version's quality report for a person, as the TypeScript client prints it; server strings escaped."""
+    print("%s version %d: %s" % (_for_terminal(table), version, _for_terminal(quality["status"])))
+    if quality.get("reason"):
+        print("Reason: %s" % _for_terminal(quality["reason"]))
+    previous = report.get("previous_rows")
+    if previous is None:
+        against = "first version"
+    elif previous == 0:
+        against = "previous 0"
+    else:
+        against = "previous {:,}, {:.1f}%".format(previous, (report["rows"] / previous - 1) * 100)
+    print("Rows: {:,} ({})".format(report["rows"], against))
+    print("Changes: {inserted:,} inserted, {updated:,} updated, {deleted:,} deleted".format(**report["changes"]))
+    print("Added columns: %s" % (", ".join(map(_for_terminal, report["added_columns"])) or "none"))
+    print("\nChecks:")
+    for line in _aligned([("CHECK", "COLUMN", "VALUE", "THRESHOLD", "LEVEL", "OUTCOME")] + [
+            (_for_terminal(c["name"]), "-" if c["column"] is None else _for_terminal(c["column"]),
+             _check_figure(c["name"], c["value"]), _check_figure(c["name"], c["threshold"]),
+             _for_terminal(c["level"]), _for_terminal(c["outcome"])) for c in report["checks"]]):
+        print(line)
+    print("\nColumns:")
+    percent = lambda value: "-" if value is None else "%.1f%%" % (value * 100)  # noqa: E731
+    for line in _aligned([("COLUMN", "TYPE", "NULL", "NULL BEFORE", "DISTINCT", "PSI")] + [
+            (_for_terminal(c["name"]), _for_terminal(c["type"]), percent(c["null_fraction"]),
+             percent(c["previous_null_fraction"]), "{:,}".format(c["distinct"]),
+             "-" if c["psi"] is None else "%.3f" % c["psi"]) for c in report["columns"]]):
+        print(line)
+
+
 def _seconds(value):
     if not value.isdigit():
         raise argparse.ArgumentTypeError("a whole number of seconds")
@@ -1457,7 +1564,14 @@ def main(argv=None):
     feed.add_argument("--table", required=True)
     feed.add_argument("--since", required=True, type=int)
     feed.add_argument("--dir", required=True)
+    feed.add_argument("--accept-warnings", action="store_true", help="apply versions whose quality is warned or "
+                      "released too (by default the run stops before the first)")
     feed.add_argument("--json", action="store_true")
+    judged = commands.add_parser("quality", help="a version's quality report (default: the current version)")
+    judged.add_argument("--order", required=True)
+    judged.add_argument("--table", required=True)
+    judged.add_argument("--version", type=int)
+    judged.add_argument("--json", action="store_true")
     for command in (download, mirror, feed):
         command.add_argument("--format", choices=RENDITION_FORMATS,
                              help="each data file as this rendition (products.csv -> products.parquet), verified by "
@@ -1500,6 +1614,7 @@ def main(argv=None):
             if args.since < 0:
                 raise ValueError("--since must be a version number (0: from the first).")
             report = changes(client, args.order, args.table, args.since, args.dir, format=args.format or "parquet",
+                             accept_warnings=args.accept_warnings,
                              on_file=None if as_json else lambda version, name: print(
                                  "version %d: %s" % (version, _for_terminal(name)), file=sys.stderr))
             if as_json:
@@ -1516,8 +1631,21 @@ def main(argv=None):
                 for failure in report["failures"]:
                     print("Failed: version %d: %s" % (failure["version"], _for_terminal(failure["error"])),
                           file=sys.stderr)
+                if report["refused"]:
+                    print(_for_terminal(report["refused"]["message"]), file=sys.stderr)
                 print("Last version written: %d" % report["last_version"])
-            return EXIT_FAILED_FILES if report["failures"] or report["pruned"] else EXIT_OK
+            return EXIT_FAILED_FILES if report["failures"] or report["pruned"] or report["refused"] else EXIT_OK
+        if args.command == "quality":
+            if args.version is not None and args.version < 1:
+                raise ValueError("--version must be a version number (1 or more).")
+            number = args.version or client.table(args.order, args.table)["version"]
+            report = client.quality(args.order, args.table, number)
+            if as_json:
+                print(json.dumps(report, indent=2))
+            else:
+                _print_quality_report(args.table, number, _quality_of(client.version(args.order, args.table, number)),
+                                      report)
+            return EXIT_OK
         if args.command == "download":
             order = client.get_order(args.order)
             files = [f for f in order["files"] if not args.file or args.file in (f["id"], f["name"])]
