@@ -1,50 +1,18 @@
 import type { Version } from "./client.js";
+import type { components } from "./generated/api.js";
 import { forTerminal } from "./terminal.js";
 
-/*
- * Contract Part 6's shapes, written by hand until the generated types carry them (the quality
- * endpoint and Version.quality come with the server's next OpenAPI document).
- */
-
 /** One check of a publication against the table's version before it. */
-export type QualityCheck = {
-  name: string;
-  column: string | null;
-  value: number;
-  threshold: number;
-  level: "hold" | "warn";
-  outcome: "passed" | "warned" | "held";
-};
-
+export type QualityCheck = components["schemas"]["Check"];
 /** How a version was judged: passed, warned (a warn-level check did not pass), released (held, then released). */
-export type Quality = { status: "passed" | "warned" | "released"; reason: string | null; checks: QualityCheck[] };
-
-export type ColumnQuality = {
-  name: string;
-  type: string;
-  null_fraction: number;
-  previous_null_fraction: number | null;
-  distinct: number;
-  previous_distinct: number | null;
-  min: string | number | boolean | null;
-  max: string | number | boolean | null;
-  mean: number | null;
-  psi: number | null;
-};
-
+export type Quality = Version["quality"];
+export type ColumnQuality = components["schemas"]["ColumnQuality"];
 /** A version's quality report, as `GET .../versions/{version}/quality` answers it. */
-export type QualityReport = {
-  rows: number;
-  previous_rows: number | null;
-  changes: { inserted: number; updated: number; deleted: number };
-  added_columns: string[];
-  columns: ColumnQuality[];
-  checks: QualityCheck[];
-};
+export type QualityReport = components["schemas"]["QualityReport"];
 
 /** A version's quality; a server from before the checks sends none, which reads as passed. */
 export function qualityOf(version: Version): Quality {
-  const quality = (version as Version & { quality?: Quality | null }).quality;
+  const quality = (version as Omit<Version, "quality"> & { quality?: Quality | null }).quality;
   return quality ?? { status: "passed", reason: null, checks: [] };
 }
 
