@@ -227,7 +227,8 @@ function VersionHistory({
                 />
               </dd>
             </dl>
-            <div className="mt-2 flex flex-wrap items-start gap-x-3 gap-y-1" data-testid="version-quality">
+            {/* Block, not flex: the report's tables then scroll in their own box rather than widen the page. */}
+            <div className="mt-2 min-w-0 space-y-1" data-testid="version-quality">
               <QualityBadge quality={version.quality} />
               <QualityReport
                 table={table.name}

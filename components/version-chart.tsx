@@ -41,7 +41,7 @@ export function VersionChart({ table, points }: { table: string; points: Version
         {inBrowser ? (
           <div className="h-48 w-full" aria-hidden="true" data-testid="version-chart-drawn">
             <ResponsiveContainer width="100%" height="100%">
-              <ComposedChart data={points} margin={{ top: 4, right: 4, bottom: 0, left: 0 }}>
+              <ComposedChart data={points} margin={{ top: 4, right: 4, bottom: 0, left: 0 }} accessibilityLayer={false}>
                 <CartesianGrid vertical={false} stroke="#e2e8f0" />
                 <XAxis
                   dataKey="version"
