@@ -1,4 +1,7 @@
+import { Readable } from "node:stream";
 import { db } from "../lib/db/client";
+import { publishTable } from "../lib/tables/publish";
+import { releasePublication } from "../lib/tables/quality-admin";
 import type { Check, Quality, QualityReport } from "../lib/schemas/quality";
 import { buyer, order } from "../tests/helpers/fixtures";
 import { expect, expectNoAxeViolations, screenshot, signIn, test } from "./helpers";
@@ -189,4 +192,58 @@ test("each version shows its quality badge and report, and the chart its rows an
     await expectNoAxeViolations(page, `order page at ${where} width, quality reports and chart open`);
     await screenshot(page, `quality-${where}`);
   }
+});
+
+/** `count` prices, SKU-1 up. */
+const pricesCsv = (count: number) =>
+  `sku,title,price\n${Array.from({ length: count }, (_, i) => `SKU-${i + 1},Product ${i + 1},${(i + 1) * 2}`).join("\n")}\n`;
+
+/** Waits until the server's worker has judged the publication: anything but uploading or processing. */
+async function judged(publicationId: string) {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const publication = await db().tablePublication.findUniqueOrThrow({ where: { id: publicationId } });
+    if (publication.status !== "uploading" && publication.status !== "processing") return publication;
+    if (Date.now() > deadline) throw new Error(`Publication ${publicationId} was not judged within 120 s`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+test("a refresh the gate held for losing 40% of its rows, released by the operator, reads as released", async ({
+  page,
+}) => {
+  const account = await buyer("e2e-quality-gate");
+  const delivered = await order(account.id, { name: "e2e-quality-gate: prices", status: "delivered" });
+  const publish = (rows: number) =>
+    publishTable({
+      orderId: delivered.id,
+      table: "prices",
+      key: ["sku"],
+      parts: [{ name: `prices-${rows}.csv`, source: { stream: Readable.from([Buffer.from(pricesCsv(rows))]) } }],
+    });
+  expect((await judged((await publish(50)).publication)).status).toBe("ready");
+  const broken = (await publish(30)).publication;
+  expect((await judged(broken)).status).toBe("held");
+  await releasePublication(broken, "Seller confirmed 20 listings ended");
+  expect(await judged(broken)).toMatchObject({ status: "ready", version: 2 });
+
+  await signIn(page, account.email);
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`/orders/${delivered.id}`);
+  const table = page.getByTestId("table-row").filter({ hasText: "prices" });
+  await table.getByText(/^Version history \(2 versions\)/).click();
+  const released = table.getByTestId("version-row").nth(0);
+  await expect(released.getByTestId("quality-reason")).toHaveText(
+    "Held, then released: Seller confirmed 20 listings ended",
+  );
+  await released.getByText("Quality report").click();
+  await expect(released.getByTestId("quality-rows")).toHaveText("30 (previous 50, −40.0%)");
+  await expect(
+    released.getByTestId("quality-check").filter({ hasText: "row_count_drop" }).getByRole("cell"),
+  ).toHaveText(["—", "40.0%", "20.0%", "hold", "held"]);
+  await expect(table.getByTestId("version-chart").getByRole("img")).toHaveAccessibleName(
+    /^Rows and changes of prices over versions 1 to 2: 50 rows at version 1, 30 at version 2/,
+  );
+  expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+  await expectNoAxeViolations(page, "order page at phone width, a released version's report open");
 });
