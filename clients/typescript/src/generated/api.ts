@@ -172,6 +172,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/orders/{id}/tables/{name}/rows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a table's rows: chosen columns, filtered, sorted, paged
+         * @description Runs in the data engine's sandbox over the version's parts (any size). `where` is checked against an allow-list on DuckDB's own parse (400 `invalid_filter` names the first offending token). Pages are stable: the order is `order_by`, then the key, then the file order. A query past 10 seconds of engine time is 422 `query_timeout`.
+         */
+        get: operations["readTableRows"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/orders/{id}/sql": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Run one read-only SELECT over an order's tables
+         * @description Views: each table by name (current version), `"name@N"` (version N), `"name@changes"` (every change row with `_change_type` and `_commit_version`). Anything but one SELECT is 400 `invalid_sql`; the query reads only this order's files, never writes, attaches or changes a setting; past 10 seconds of engine time, 422 `query_timeout`.
+         */
+        get: operations["runOrderSql"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/exports": {
         parameters: {
             query?: never;
@@ -556,6 +596,37 @@ export interface components {
             mean: number | null;
             /** @description Population stability index against the current version. */
             psi: number | null;
+        };
+        RowsPage: {
+            /** @example 3 */
+            version: number;
+            columns: components["schemas"]["ResultColumn"][];
+            /** @description Rows as arrays in column order; values as in previews (dates ISO 8601, big integers and wide decimals as strings, text over 1,000 characters cut). */
+            rows: unknown[][];
+            /**
+             * @description The next page's offset; null on the last page.
+             * @example 100
+             */
+            next_offset: number | null;
+        };
+        ResultColumn: {
+            /** @example price */
+            name: string;
+            /**
+             * @description The column's type as DuckDB names it.
+             * @example DOUBLE
+             */
+            type: string;
+        };
+        SqlResult: {
+            columns: components["schemas"]["ResultColumn"][];
+            /** @description Rows as arrays in column order; values as in previews (dates ISO 8601, big integers and wide decimals as strings, text over 1,000 characters cut). */
+            rows: unknown[][];
+            /**
+             * @description More rows exist than `limit`.
+             * @example false
+             */
+            truncated: boolean;
         };
         ExportRunPage: {
             data: components["schemas"]["ExportRun"][];
@@ -1749,6 +1820,354 @@ export interface operations {
             };
             /** @description Error codes: `order_not_delivered`. */
             409: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `service_unavailable`. */
+            503: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    readTableRows: {
+        parameters: {
+            query?: {
+                /** @description Version number; the current version when not given. */
+                version?: string;
+                /** @description Comma-separated column names; all when not given. */
+                columns?: string;
+                /** @description One boolean expression over the columns (comparisons, AND/OR/NOT, IS [NOT] NULL, [NOT] IN, [NOT] BETWEEN, [NOT] LIKE/ILIKE, literals and a few functions: see docs/explore.md). At most 4,000 characters. */
+                where?: string;
+                /** @description `col [asc|desc]`, comma-separated; the key columns, else file order, when not given. */
+                order_by?: string;
+                /** @description Rows, 1 to 1000; 100 when not given. */
+                limit?: string;
+                /** @description Position of the first row; use the previous page's next_offset. */
+                offset?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Order id, as listed. */
+                id: string;
+                /** @description Table name, from the order's tables. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of rows. */
+            200: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RowsPage"];
+                };
+            };
+            /** @description Error codes: `rendition_pending`. */
+            202: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `invalid_request`, `invalid_filter`, `unknown_column`. */
+            400: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `missing_api_key`, `invalid_api_key`, `expired_api_key`, `revoked_api_key`. */
+            401: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `insufficient_permission`. */
+            403: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `order_not_found`, `table_not_found`, `version_not_found`. */
+            404: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `order_not_delivered`. */
+            409: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `query_timeout`. */
+            422: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `service_unavailable`. */
+            503: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    runOrderSql: {
+        parameters: {
+            query: {
+                /** @description One SELECT (or WITH ... SELECT) over the order's tables: `name` (current version), `"name@N"` (version N), `"name@changes"` (change rows with `_change_type` and `_commit_version`). At most 8,000 characters. */
+                q: string;
+                /** @description Rows, 1 to 1000; 100 when not given. */
+                limit?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Order id, as listed. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The first rows of the result, at most limit. */
+            200: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SqlResult"];
+                };
+            };
+            /** @description Error codes: `rendition_pending`. */
+            202: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `invalid_request`, `invalid_sql`. */
+            400: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `missing_api_key`, `invalid_api_key`, `expired_api_key`, `revoked_api_key`. */
+            401: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `insufficient_permission`. */
+            403: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `order_not_found`, `version_not_found`. */
+            404: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `order_not_delivered`. */
+            409: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `query_timeout`. */
+            422: {
                 headers: {
                     /** @description The limit, e.g. `"datasets";q=60;w=60`. */
                     "RateLimit-Policy"?: string;
