@@ -22,7 +22,7 @@ const DOMAIN = [
   "explore",
   "operator",
 ];
-const DELIVERY = ["http", "api", "sharing", "docs", "jobs", "clients"];
+const DELIVERY = ["http", "api", "sharing", "mcp", "docs", "jobs", "clients"];
 
 const folders = (names) => `^lib/(${names.join("|")})/`;
 
@@ -77,10 +77,10 @@ module.exports = {
     {
       name: "delivery-surfaces-apart",
       comment:
-        "The API, Delta Sharing, the job registry and the client packages are separate surfaces: none imports another (the docs read the API's document).",
+        "The API, Delta Sharing, the MCP server, the job registry and the client packages are separate surfaces: none imports another (the docs read the API's document and the MCP server's path).",
       severity: "error",
-      from: { path: "^lib/(api|sharing|jobs|clients)/" },
-      to: { path: "^lib/(api|sharing|docs|jobs|clients)/", pathNot: "^lib/$1/" },
+      from: { path: "^lib/(api|sharing|mcp|jobs|clients)/" },
+      to: { path: "^lib/(api|sharing|mcp|docs|jobs|clients)/", pathNot: "^lib/$1/" },
     },
     {
       name: "lib-never-imports-the-app",

@@ -17,6 +17,7 @@ import { CLIENT_IP_HEADER } from "../lib/security/header";
 import { API_HEADERS } from "../lib/security-headers";
 import { API_V1_PATH, serveApiV1 } from "../lib/api/dispatch";
 import { serveDeltaSharing, SHARING_PATH_PATTERN } from "../lib/sharing/dispatch";
+import { MCP_PATH_PATTERN, serveMcp } from "../lib/mcp/endpoint";
 import { batchLogWrites, errorFields, logger } from "../lib/log";
 import { metricsExposition } from "../lib/metrics";
 import { assignRequestId, recordRequestWhenDone } from "../lib/observability";
@@ -74,6 +75,8 @@ server.on("request", (req, res) => {
   recordRequestWhenDone(req, res, requestId);
   // The Delta Sharing server answers every method and path under it in its protocol's own shape.
   if (SHARING_PATH_PATTERN.test(req.url ?? "/")) return void direct(req, res, serveDeltaSharing);
+  // So does the MCP server (lib/mcp/endpoint.ts), in JSON-RPC's.
+  if (MCP_PATH_PATTERN.test(req.url ?? "/")) return void direct(req, res, serveMcp);
   if (UNSUPPORTED_METHODS.has(req.method ?? "")) return void refuseMethod(req, res);
   const unroutable = unroutableApiPath(req.url ?? "/");
   if (unroutable) return void sendResponse(res, problemResponse(unroutable, requestId));

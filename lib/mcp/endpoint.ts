@@ -1,0 +1,193 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { AppError, type ErrorCode } from "../errors";
+import { keyedRequest } from "../http/keyed-request";
+import { sendResponse, webHeaders } from "../http/node";
+import { API_ERRORS } from "../http/problem";
+import { unexpectedError } from "../http/unexpected-error";
+import { annotateRequest } from "../observability";
+import { requestIdFrom } from "../request-id";
+import { configuredOrigin, publicOrigin } from "../site";
+import { originAllowed } from "./origin";
+import { MCP_PROTOCOL_VERSIONS, MCP_TOOL_NAMES, mcpServerFor } from "./server";
+
+/** Where the MCP server is (Streamable HTTP, one endpoint). */
+export const MCP_PATH = "/api/mcp";
+export const MCP_PATH_PATTERN = /^\/api\/mcp\/?(\?|$)/;
+/** The largest request body read; an agent's tool call is a few kilobytes. */
+export const MCP_MAX_BODY_BYTES = 1024 * 1024;
+
+// JSON-RPC's own error codes, and the implementation-defined one for what happens over HTTP.
+const PARSE_ERROR = -32700;
+const INVALID_REQUEST = -32600;
+const INVALID_PARAMS = -32602;
+const SERVER_ERROR = -32000;
+
+/**
+ * Serves /api/mcp on the app's own HTTP server (scripts/http-server.ts), stateless: each POST gets
+ * a new McpServer and transport (JSON answers, no session), so two instances answer alike. Before
+ * the SDK sees a request: the method (POST only: a stateless server offers no GET stream and no
+ * session to DELETE, so both are 405), the Origin (DNS rebinding, 403), then the keyed-request
+ * pipeline of /api/v1 (the key's rules, datasets:read, the account's 60/minute, usage counted per
+ * key), then the body (over 1 MiB 413; not JSON, a batch, or a protocol version we do not speak,
+ * 400). Every refusal is a JSON-RPC error body with the HTTP status the transports spec names.
+ */
+export async function serveMcp(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const requestId = requestIdFrom(req.headers["x-request-id"]);
+  annotateRequest(req, { route: "mcp" });
+  let response: Response;
+  if (req.method !== "POST") {
+    response = jsonRpcError(
+      405,
+      SERVER_ERROR,
+      `${printable(req.method ?? "")} is not allowed: this MCP server is stateless and answers POST only.`,
+      { Allow: "POST" },
+    );
+  } else if (!originAllowed(headerOf(req, "origin"), configuredOrigin())) {
+    response = jsonRpcError(403, SERVER_ERROR, "This Origin may not call the MCP server (DNS rebinding protection).");
+  } else {
+    response = await keyedRequest({
+      incoming: req,
+      requestId,
+      permission: "datasets:read",
+      surface: "The MCP server",
+      renderError: mcpErrorResponse,
+      handle: ({ key }) => answer(req, { buyerId: key.buyerId, requestId }),
+    });
+  }
+  response.headers.set("X-Request-Id", requestId);
+  response.headers.set("Cache-Control", "no-store");
+  await sendResponse(res, response);
+}
+
+async function answer(req: IncomingMessage, { buyerId, requestId }: { buyerId: string; requestId: string }) {
+  const body = await jsonBody(req);
+  if (body instanceof Response) return body;
+  const refused = refusal(req, body);
+  if (refused) return refused;
+  const headers = webHeaders(req);
+  const url = `http://localhost${MCP_PATH}`;
+  const server = mcpServerFor({ buyerId, requestId, origin: publicOrigin({ headers, url }) });
+  const transport = new WebStandardStreamableHTTPServerTransport({
+    sessionIdGenerator: undefined,
+    enableJsonResponse: true,
+  });
+  await server.connect(transport);
+  try {
+    return await transport.handleRequest(new Request(url, { method: "POST", headers }), { parsedBody: body });
+  } finally {
+    await server.close();
+  }
+}
+
+/** The body as JSON, or the JSON-RPC answer refusing it (too large, not JSON). */
+async function jsonBody(req: IncomingMessage): Promise<unknown> {
+  const tooLarge = () =>
+    jsonRpcError(413, SERVER_ERROR, `The request body is over ${MCP_MAX_BODY_BYTES / 1024 / 1024} MiB.`, {
+      Connection: "close",
+    });
+  if (Number(req.headers["content-length"] ?? 0) > MCP_MAX_BODY_BYTES) return tooLarge();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MCP_MAX_BODY_BYTES) return tooLarge();
+    chunks.push(chunk);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+  } catch {
+    return jsonRpcError(400, PARSE_ERROR, "Parse error: the body is not JSON.");
+  }
+}
+
+/**
+ * What this server refuses that the SDK would take: a batch (removed from the protocol in
+ * 2025-06-18), a protocol version it does not speak, a call to a tool it does not have (a JSON-RPC
+ * error, not a tool result: the spec's "unknown tool"). An initialize asking for another version is
+ * answered with the newest we speak, as the lifecycle's negotiation says; the client then decides.
+ */
+function refusal(req: IncomingMessage, body: unknown): Response | undefined {
+  if (Array.isArray(body)) {
+    return jsonRpcError(
+      400,
+      INVALID_REQUEST,
+      "Invalid Request: batches are not supported (protocol 2025-06-18 and later).",
+    );
+  }
+  const version = headerOf(req, "mcp-protocol-version");
+  if (version !== null && !(MCP_PROTOCOL_VERSIONS as readonly string[]).includes(version)) {
+    return jsonRpcError(
+      400,
+      SERVER_ERROR,
+      `Bad Request: unsupported protocol version ${printable(version)} (supported: ${MCP_PROTOCOL_VERSIONS.join(", ")}).`,
+    );
+  }
+  if (!isObject(body) || !isObject(body.params)) return undefined;
+  const params = body.params;
+  if (body.method === "initialize" && !(MCP_PROTOCOL_VERSIONS as readonly unknown[]).includes(params.protocolVersion)) {
+    params.protocolVersion = MCP_PROTOCOL_VERSIONS[0];
+  }
+  if (body.method === "tools/call" && !(MCP_TOOL_NAMES as readonly unknown[]).includes(params.name)) {
+    const id = typeof body.id === "string" || typeof body.id === "number" ? body.id : null;
+    return jsonRpcError(
+      200,
+      INVALID_PARAMS,
+      `Unknown tool: ${printable(String(params.name))}. Call tools/list for the tools.`,
+      {},
+      id,
+    );
+  }
+  return undefined;
+}
+
+/**
+ * The keyed-request pipeline's refusals (key, permission, rate limit, database) as JSON-RPC errors
+ * with the API's HTTP status: 401 with WWW-Authenticate, 403, 429 with Retry-After and the RateLimit
+ * headers; `data` carries the API's error code and the request id.
+ */
+export function mcpErrorResponse(error: unknown, requestId: string, headers: Record<string, string> = {}): Response {
+  const known =
+    error instanceof AppError ? (API_ERRORS as Partial<Record<ErrorCode, { status: number }>>)[error.code] : undefined;
+  if (error instanceof AppError && known) {
+    const extra: Record<string, string> = { ...headers, ...error.headers };
+    if (known.status === 401) extra["WWW-Authenticate"] = 'Bearer realm="mcp"';
+    return jsonRpcError(known.status, SERVER_ERROR, error.message, extra, null, {
+      code: error.code,
+      request_id: requestId,
+    });
+  }
+  const unexpected = unexpectedError(error, requestId);
+  const extra: Record<string, string> = { ...headers };
+  if (unexpected.retryAfterSeconds !== undefined) extra["Retry-After"] = String(unexpected.retryAfterSeconds);
+  const code = unexpected.kind === "unavailable" ? "service_unavailable" : "internal_error";
+  return jsonRpcError(unexpected.status, SERVER_ERROR, unexpected.message, extra, null, {
+    code,
+    request_id: requestId,
+  });
+}
+
+function jsonRpcError(
+  status: number,
+  code: number,
+  message: string,
+  headers: Record<string, string> = {},
+  id: string | number | null = null,
+  data?: Record<string, string>,
+): Response {
+  const body = { jsonrpc: "2.0", id, error: { code, message, ...(data ? { data } : {}) } };
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { ...headers, "Content-Type": "application/json" },
+  });
+}
+
+function headerOf(req: IncomingMessage, name: string): string | null {
+  const value = req.headers[name];
+  return typeof value === "string" ? value : Array.isArray(value) ? (value[0] ?? null) : null;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+const printable = (text: string) => text.replace(/[^\x20-\x7e]/g, "?").slice(0, 100);

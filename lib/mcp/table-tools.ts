@@ -1,0 +1,224 @@
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { z } from "zod";
+import { filePreview } from "../datasets/access";
+import { AppError } from "../errors";
+import { tableSchema } from "../schemas/api";
+import { describeTable } from "../tables/description";
+import { lines, textTable } from "./render";
+import { limitInput, orderIdInput, READ_ONLY, tableInput, toolResult, type ToolContext } from "./tool-kit";
+
+/** The tools about a table's contents: describe_table, query, get_changes. */
+
+/** At most this many rows per query or get_changes call (contract Part 7: limit <= 100). */
+export const TOOL_ROW_LIMIT = 100;
+const SQL_MAX_CHARACTERS = 8_000;
+
+const changesSchema = z.object({ inserted: z.number().int(), updated: z.number().int(), deleted: z.number().int() });
+const versionSummarySchema = z.object({
+  version: z.number().int(),
+  created_at: z.string(),
+  rows: z.number().int(),
+  changes: changesSchema.nullable().describe("What the version changed against the previous one."),
+  quality_status: z.enum(["passed", "warned", "released"]),
+});
+const noticeSchema = z.object({
+  id: z.string(),
+  type: z.enum(["schema_change", "delay", "deprecation"]),
+  message: z.string(),
+  effective_at: z.string().nullable(),
+  created_at: z.string(),
+});
+const resultColumnSchema = z.object({ name: z.string(), type: z.string() });
+
+export function registerTableTools(server: McpServer, context: ToolContext): void {
+  server.registerTool(
+    "describe_table",
+    {
+      title: "Describe a table",
+      description:
+        "What a table of an order holds: its columns and types, its row count, its key, its newest versions (each " +
+        "with the rows it inserted, updated and deleted, and its quality status), the quality report of the current " +
+        "version (null if none) and the seller's notices of the last 90 days (schema changes, delays, deprecation). " +
+        "Call it before query to learn the column names.",
+      inputSchema: { order_id: orderIdInput, table: tableInput },
+      outputSchema: {
+        table: tableSchema,
+        versions: z.array(versionSummarySchema).describe("The newest versions, newest first (at most 20)."),
+        version_count: z.number().int(),
+        quality_report: z.record(z.string(), z.unknown()).nullable(),
+        notices: z.array(noticeSchema),
+      },
+      annotations: { title: "Describe a table", ...READ_ONLY },
+    },
+    ({ order_id, table }) =>
+      toolResult(context, async () => {
+        const described = await describeTable(context.buyerId, order_id, table);
+        // The change file is how get_changes reads rows; an agent asks download_link for files.
+        const versions = described.versions.map(({ change_file_id, ...version }) => (void change_file_id, version));
+        const { name, version, rows, key, mode } = described.table;
+        const text = lines(
+          `Table ${name} (${mode}${key ? `, key ${key.join(", ")}` : ""}): version ${version ?? "none"}, ${rows ?? 0} rows, ${described.version_count} version(s).`,
+          `Query it as "${name}" (current version), "${name}@N" (version N) or "${name}@changes".`,
+          "Columns:",
+          textTable(
+            ["column", "type", "nullable"],
+            (described.table.columns ?? []).map((column) => [column.name, column.type, column.nullable]),
+            200,
+          ),
+          "Versions:",
+          textTable(
+            ["version", "created_at", "rows", "inserted", "updated", "deleted", "quality"],
+            versions.map((v) => [
+              v.version,
+              v.created_at,
+              v.rows,
+              v.changes?.inserted,
+              v.changes?.updated,
+              v.changes?.deleted,
+              v.quality_status,
+            ]),
+          ),
+          described.notices.length > 0 && "Notices:",
+          described.notices.length > 0 &&
+            textTable(
+              ["type", "message", "effective_at"],
+              described.notices.map((notice) => [notice.type, notice.message, notice.effective_at]),
+            ),
+          `Quality report: ${described.quality_report ? "in structuredContent.quality_report" : "none"}.`,
+        );
+        return { structured: { ...described, versions }, text };
+      }),
+  );
+
+  server.registerTool(
+    "query",
+    {
+      title: "Query with SQL",
+      description:
+        "Runs one read-only SQL SELECT (DuckDB dialect) over an order's tables and answers at most `limit` rows. " +
+        'Each table is a view by its name (current version); "name@3" is version 3 and "name@changes" every change ' +
+        "row with _change_type and _commit_version. Call describe_table first for column names. Aggregate in SQL " +
+        "(COUNT, GROUP BY) rather than reading many rows; truncated says more rows exist. Queries are limited to 10 s.",
+      inputSchema: {
+        order_id: orderIdInput,
+        sql: z.string().min(1).max(SQL_MAX_CHARACTERS).describe("One SELECT or WITH ... SELECT statement."),
+        limit: limitInput(TOOL_ROW_LIMIT, TOOL_ROW_LIMIT, "Rows answered"),
+      },
+      outputSchema: {
+        columns: z.array(resultColumnSchema),
+        rows: z.array(z.array(z.unknown())),
+        truncated: z.boolean(),
+      },
+      annotations: { title: "Query with SQL", ...READ_ONLY },
+    },
+    () =>
+      toolResult(context, async () => {
+        // The SQL layer (lib/explore/sql.ts runOrderSql, issue 41) is not on this branch yet.
+        throw new AppError("service_unavailable", "The query tool is not available yet.");
+      }),
+  );
+
+  server.registerTool(
+    "get_changes",
+    {
+      title: "Get a table's changes",
+      description:
+        "What changed in a table after a version you already know: for each newer version the counts of inserted, " +
+        "updated and deleted rows, and the change rows themselves (the table's columns plus _change_type: insert, " +
+        "delete, update_preimage, update_postimage; and _commit_version), oldest first, at most `limit` rows. " +
+        "Use since_version=0 for everything kept.",
+      inputSchema: {
+        order_id: orderIdInput,
+        table: tableInput,
+        since_version: z.number().int().min(0).describe("The last version you know; changes after it are answered."),
+        limit: limitInput(TOOL_ROW_LIMIT, TOOL_ROW_LIMIT, "Change rows answered"),
+      },
+      outputSchema: {
+        current_version: z.number().int().nullable(),
+        versions: z.array(versionSummarySchema.pick({ version: true, created_at: true, rows: true, changes: true })),
+        columns: z.array(resultColumnSchema),
+        rows: z.array(z.array(z.unknown())),
+        truncated: z.boolean().describe("More change rows exist than were answered."),
+      },
+      annotations: { title: "Get a table's changes", ...READ_ONLY },
+    },
+    ({ order_id, table, since_version, limit }) =>
+      toolResult(context, async () => {
+        const described = await describeTable(context.buyerId, order_id, table, {
+          sinceVersion: since_version,
+          versions: TOOL_ROW_LIMIT,
+        });
+        const rows = await changeRows(context, order_id, described.versions, limit + 1);
+        const answered = rows.rows.slice(0, limit);
+        // A change file holds a row per insert and delete and two per update (its pre- and post-image).
+        const changeFileRows = described.versions.reduce(
+          (sum, { changes }) => sum + (changes ? changes.inserted + changes.deleted + 2 * changes.updated : 0),
+          0,
+        );
+        const truncated = rows.rows.length > limit || changeFileRows > answered.length;
+        const versions = described.versions.map(({ version, created_at, rows: count, changes }) => ({
+          version,
+          created_at,
+          rows: count,
+          changes,
+        }));
+        const text = lines(
+          `Table ${table}: version ${described.table.version ?? "none"} now; ${versions.length} version(s) after ${since_version}.`,
+          versions.length > 0 &&
+            textTable(
+              ["version", "created_at", "inserted", "updated", "deleted"],
+              versions.map((v) => [
+                v.version,
+                v.created_at,
+                v.changes?.inserted,
+                v.changes?.updated,
+                v.changes?.deleted,
+              ]),
+            ),
+          answered.length > 0 && `Change rows${truncated ? ` (first ${limit})` : ""}:`,
+          answered.length > 0 &&
+            textTable(
+              rows.columns.map((column) => column.name),
+              answered,
+            ),
+        );
+        return {
+          structured: {
+            current_version: described.table.version,
+            versions,
+            columns: rows.columns,
+            rows: answered,
+            truncated,
+          },
+          text,
+        };
+      }),
+  );
+}
+
+/**
+ * The change rows of the versions, oldest first, at most `wanted`: read from each version's change
+ * file through its stored preview (the same read as the API's file preview), with _commit_version.
+ */
+async function changeRows(
+  context: ToolContext,
+  orderId: string,
+  versions: { version: number; change_file_id: string | null }[],
+  wanted: number,
+): Promise<{ columns: { name: string; type: string }[]; rows: unknown[][] }> {
+  let columns: { name: string; type: string }[] = [];
+  const rows: unknown[][] = [];
+  for (const { version, change_file_id: fileId } of versions) {
+    if (rows.length >= wanted) break;
+    if (!fileId) continue;
+    const preview = await filePreview(context.buyerId, orderId, fileId, wanted - rows.length);
+    if (columns.length === 0) {
+      columns = [
+        ...preview.columns.map(({ name, type }) => ({ name, type })),
+        { name: "_commit_version", type: "BIGINT" },
+      ];
+    }
+    for (const row of preview.rows) rows.push([...row, version]);
+  }
+  return { columns, rows };
+}
