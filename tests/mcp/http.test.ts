@@ -1,0 +1,139 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { enableSocialAccess } from "../../lib/social/admin";
+import { createTestEnvironment } from "../helpers/database";
+import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";
+import { startServer, TEST_AUTH_SECRET, type TestServer } from "../helpers/server";
+
+/**
+ * /api/mcp over plain HTTP: what the SDK's client never sends. Each refusal of issue 42's bad
+ * input is answered as the MCP transports spec and JSON-RPC say (a JSON-RPC error body, a 4xx
+ * status, never a 5xx); the account's 60 requests a minute; and two instances answering one
+ * client's requests alike (the server keeps no session).
+ */
+
+let env: TestEnvironment;
+let first: TestServer;
+let second: TestServer;
+const f = {} as { key: string; scrapeKey: string; limited: string; orderId: string };
+
+beforeAll(async () => {
+  env = await createTestEnvironment("mcp_http");
+  process.env.AUTH_SECRET = TEST_AUTH_SECRET;
+  const [a, limited] = await Promise.all([buyer("mcp-http"), buyer("mcp-limited")]);
+  f.orderId = (await order(a.id)).id;
+  f.key = (await apiKey(a.id)).secret;
+  await enableSocialAccess(a.id, 1000, 60);
+  f.scrapeKey = (await apiKey(a.id, { permission: "scrape:read" })).secret;
+  f.limited = (await apiKey(limited.id)).secret;
+  const options = { databaseUrl: env.database.url, storageDir: env.storageDir, env: { REDIS_URL: "" } };
+  [first, second] = await Promise.all([startServer(options), startServer(options)]);
+}, 240_000);
+
+afterAll(async () => {
+  await Promise.all([first?.stop(), second?.stop()]);
+  await env?.cleanup();
+});
+
+const ACCEPT = "application/json, text/event-stream";
+const initialize = (version = "2025-11-25") => ({
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: version, capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+});
+
+function post(body: unknown, headers: Record<string, string> = {}, key: string | null = f.key, url = first.url) {
+  return fetch(`${url}/api/mcp`, {
+    method: "POST",
+    headers: {
+      "Content-Type": "application/json",
+      Accept: ACCEPT,
+      ...(key ? { Authorization: `Bearer ${key}` } : {}),
+      ...headers,
+    },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+}
+
+describe("refusals", () => {
+  it.each([
+    ["no key", () => post(initialize(), {}, null), 401, -32000],
+    ["an unknown key", () => post(initialize(), {}, "dak_000"), 401, -32000],
+    ["a scrape:read key", () => post(initialize(), {}, f.scrapeKey), 403, -32000],
+    [
+      "GET (no stream on a stateless server)",
+      () => fetch(`${first.url}/api/mcp`, { headers: { Accept: ACCEPT } }),
+      405,
+      -32000,
+    ],
+    ["DELETE (no session to end)", () => fetch(`${first.url}/api/mcp`, { method: "DELETE" }), 405, -32000],
+    ["an Origin of another site", () => post(initialize(), { Origin: "https://evil.example.com" }), 403, -32000],
+    ["malformed JSON", () => post("{not json"), 400, -32700],
+    ["a batch", () => post([initialize(), { jsonrpc: "2.0", id: 2, method: "ping" }]), 400, -32600],
+    ["not a JSON-RPC message", () => post({ hello: "world" }), 400, -32700],
+    ["a 10 MB body", () => post(JSON.stringify({ pad: "x".repeat(10 * 1024 * 1024) })), 413, -32000],
+    ["no Accept of both types", () => post(initialize(), { Accept: "application/json" }), 406, -32000],
+    [
+      "a protocol version header it does not speak",
+      () => post({ jsonrpc: "2.0", id: 3, method: "tools/list" }, { "MCP-Protocol-Version": "1999-01-01" }),
+      400,
+      -32000,
+    ],
+    ["an unknown method", () => post({ jsonrpc: "2.0", id: 4, method: "resources/list" }), 200, -32601],
+  ])("%s: HTTP %i with JSON-RPC error %i", async (_, send, status, code) => {
+    const response = await send();
+    expect(response.status).toBe(status);
+    const body = (await response.json()) as { jsonrpc: string; error: { code: number; message: string } };
+    expect(body.jsonrpc).toBe("2.0");
+    expect(body.error.code).toBe(code);
+    expect(body.error.message.length).toBeGreaterThan(5);
+    if (status === 401) expect(response.headers.get("www-authenticate")).toMatch(/^Bearer/);
+    if (status === 405) expect(response.headers.get("allow")).toBe("POST");
+  });
+
+  it("a loopback Origin is this development site's own: accepted", async () => {
+    const response = await post(initialize(), { Origin: "http://localhost:3000" });
+    expect(response.status).toBe(200);
+  });
+
+  it.each([
+    ["2025-11-25", "2025-11-25"],
+    ["2025-06-18", "2025-06-18"],
+    ["2025-03-26", "2025-11-25"],
+    ["2024-11-05", "2025-11-25"],
+  ])("initialize asking for %s is answered with %s", async (asked, answered) => {
+    const response = await post(initialize(asked));
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { result: { protocolVersion: string } };
+    expect(body.result.protocolVersion).toBe(answered);
+  });
+});
+
+describe("instances and the rate limit", () => {
+  it("a client initialized on one instance calls tools on the other", async () => {
+    expect((await post(initialize())).status).toBe(200);
+    const headers = { "MCP-Protocol-Version": "2025-11-25" };
+    const call = {
+      jsonrpc: "2.0",
+      id: 7,
+      method: "tools/call",
+      params: { name: "get_order", arguments: { order_id: f.orderId } },
+    };
+    const response = await post(call, headers, f.key, second.url);
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { result: { structuredContent: { id: string } } };
+    expect(body.result.structuredContent.id).toBe(f.orderId);
+  });
+
+  it("the account's 61st request in a minute is HTTP 429 with Retry-After, as a JSON-RPC error", async () => {
+    const ping = { jsonrpc: "2.0", id: 1, method: "ping" };
+    const statuses = [];
+    for (let i = 0; i < 60; i++) statuses.push((await post(ping, {}, f.limited)).status);
+    expect(new Set(statuses)).toEqual(new Set([200]));
+    const refused = await post(ping, {}, f.limited);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    const body = (await refused.json()) as { error: { code: number; data: { code: string } } };
+    expect(body.error.data.code).toBe("rate_limited");
+  });
+});
