@@ -9,10 +9,9 @@ import { annotateRequest } from "../observability";
 import { requestIdFrom } from "../request-id";
 import { configuredOrigin, publicOrigin } from "../site";
 import { originAllowed } from "./origin";
+import { MCP_PATH } from "./path";
 import { MCP_PROTOCOL_VERSIONS, MCP_TOOL_NAMES, mcpServerFor } from "./server";
 
-/** Where the MCP server is (Streamable HTTP, one endpoint). */
-export const MCP_PATH = "/api/mcp";
 export const MCP_PATH_PATTERN = /^\/api\/mcp\/?(\?|$)/;
 /** The largest request body read; an agent's tool call is a few kilobytes. */
 export const MCP_MAX_BODY_BYTES = 1024 * 1024;
