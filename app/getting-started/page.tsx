@@ -15,6 +15,7 @@ import {
   type ExampleIds,
 } from "@/lib/docs/commands";
 import { apiExamples } from "@/lib/docs/examples";
+import { mcpClientConfig } from "@/lib/docs/mcp-config";
 import type { OpenApiDocument } from "@/lib/docs/reference";
 import { SHARING_PATH, SHARING_PROFILE_FILE_NAME } from "@/lib/sharing/profile";
 import { siteOrigin } from "@/lib/site";
@@ -144,6 +145,19 @@ export default async function GettingStartedPage() {
       ].join("\n"),
     },
     deltaSharingStep(origin, ids),
+    {
+      id: "mcp",
+      title: "9. Let an AI agent read your datasets (MCP)",
+      body: (
+        <>
+          Agents that speak the Model Context Protocol (Claude, VS Code&apos;s Copilot, Cursor and others) connect to{" "}
+          <code>{origin}/api/mcp</code> with a <code>datasets:read</code> key in the <code>Authorization</code> header.
+          They can list your orders, describe tables, run read-only SQL, read what a version changed and hand out
+          download links, for this account&apos;s orders only; each call counts toward the 60 requests per minute.
+        </>
+      ),
+      code: mcpClientConfig(origin),
+    },
   ];
   return (
     <article className="space-y-8">
