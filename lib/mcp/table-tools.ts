@@ -1,7 +1,7 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
-import { filePreview } from "../datasets/access";
-import { AppError } from "../errors";
+import { sqlIdentifier } from "../engine/engine";
+import { runOrderSql } from "../explore/sql";
 import { tableSchema } from "../schemas/api";
 import { describeTable } from "../tables/description";
 import { lines, textTable } from "./render";
@@ -53,8 +53,6 @@ export function registerTableTools(server: McpServer, context: ToolContext): voi
     ({ order_id, table }) =>
       toolResult(context, async () => {
         const described = await describeTable(context.buyerId, order_id, table);
-        // The change file is how get_changes reads rows; an agent asks download_link for files.
-        const versions = described.versions.map(({ change_file_id, ...version }) => (void change_file_id, version));
         const { name, version, rows, key, mode } = described.table;
         const text = lines(
           `Table ${name} (${mode}${key ? `, key ${key.join(", ")}` : ""}): version ${version ?? "none"}, ${rows ?? 0} rows, ${described.version_count} version(s).`,
@@ -68,7 +66,7 @@ export function registerTableTools(server: McpServer, context: ToolContext): voi
           "Versions:",
           textTable(
             ["version", "created_at", "rows", "inserted", "updated", "deleted", "quality"],
-            versions.map((v) => [
+            described.versions.map((v) => [
               v.version,
               v.created_at,
               v.rows,
@@ -86,7 +84,7 @@ export function registerTableTools(server: McpServer, context: ToolContext): voi
             ),
           `Quality report: ${described.quality_report ? "in structuredContent.quality_report" : "none"}.`,
         );
-        return { structured: { ...described, versions }, text };
+        return { structured: described, text };
       }),
   );
 
@@ -111,10 +109,17 @@ export function registerTableTools(server: McpServer, context: ToolContext): voi
       },
       annotations: { title: "Query with SQL", ...READ_ONLY },
     },
-    () =>
+    ({ order_id, sql, limit }) =>
       toolResult(context, async () => {
-        // The SQL layer (lib/explore/sql.ts runOrderSql, issue 41) is not on this branch yet.
-        throw new AppError("service_unavailable", "The query tool is not available yet.");
+        const answer = await runOrderSql({ buyerId: context.buyerId, orderId: order_id, sql, limit });
+        const text = lines(
+          `${answer.rows.length} row(s)${answer.truncated ? ` (more exist: aggregate, filter or raise limit up to ${TOOL_ROW_LIMIT})` : ""}.`,
+          textTable(
+            answer.columns.map((column) => column.name),
+            answer.rows,
+          ),
+        );
+        return { structured: answer, text };
       }),
   );
 
@@ -148,14 +153,15 @@ export function registerTableTools(server: McpServer, context: ToolContext): voi
           sinceVersion: since_version,
           versions: TOOL_ROW_LIMIT,
         });
-        const rows = await changeRows(context, order_id, described.versions, limit + 1);
-        const answered = rows.rows.slice(0, limit);
-        // A change file holds a row per insert and delete and two per update (its pre- and post-image).
-        const changeFileRows = described.versions.reduce(
-          (sum, { changes }) => sum + (changes ? changes.inserted + changes.deleted + 2 * changes.updated : 0),
-          0,
-        );
-        const truncated = rows.rows.length > limit || changeFileRows > answered.length;
+        // The change view lists each version's change file in version order, each in its own order (an
+        // update's pre-image just before its post-image): no ORDER BY, which would not keep that order.
+        const rows = await runOrderSql({
+          buyerId: context.buyerId,
+          orderId: order_id,
+          sql: `SELECT * FROM ${sqlIdentifier(`${table}@changes`)} WHERE _commit_version > ${since_version}`,
+          limit,
+        });
+        const { rows: answered, truncated } = rows;
         const versions = described.versions.map(({ version, created_at, rows: count, changes }) => ({
           version,
           created_at,
@@ -194,31 +200,4 @@ export function registerTableTools(server: McpServer, context: ToolContext): voi
         };
       }),
   );
-}
-
-/**
- * The change rows of the versions, oldest first, at most `wanted`: read from each version's change
- * file through its stored preview (the same read as the API's file preview), with _commit_version.
- */
-async function changeRows(
-  context: ToolContext,
-  orderId: string,
-  versions: { version: number; change_file_id: string | null }[],
-  wanted: number,
-): Promise<{ columns: { name: string; type: string }[]; rows: unknown[][] }> {
-  let columns: { name: string; type: string }[] = [];
-  const rows: unknown[][] = [];
-  for (const { version, change_file_id: fileId } of versions) {
-    if (rows.length >= wanted) break;
-    if (!fileId) continue;
-    const preview = await filePreview(context.buyerId, orderId, fileId, wanted - rows.length);
-    if (columns.length === 0) {
-      columns = [
-        ...preview.columns.map(({ name, type }) => ({ name, type })),
-        { name: "_commit_version", type: "BIGINT" },
-      ];
-    }
-    for (const row of preview.rows) rows.push([...row, version]);
-  }
-  return { columns, rows };
 }

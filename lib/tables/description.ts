@@ -27,7 +27,6 @@ export type VersionSummary = {
   rows: number;
   changes: Changes | null;
   quality_status: "passed" | "warned" | "released";
-  change_file_id: string | null;
 };
 
 export type TableNoticeView = {
@@ -51,8 +50,7 @@ const VERSION_SUMMARY_JSON = Prisma.sql`json_build_object(
   'created_at', ${isoUtc(Prisma.sql`v.created_at`)},
   'rows', v.rows,
   'changes', v.changes,
-  'quality_status', COALESCE(v.quality->>'status', 'passed'),
-  'change_file_id', v.change_file_id
+  'quality_status', COALESCE(v.quality->>'status', 'passed')
 )`;
 
 /**
