@@ -204,6 +204,27 @@ describe("the tools, through the SDK's client", () => {
     expect((one.structuredContent as { rows: unknown[]; truncated: boolean }).truncated).toBe(true);
   });
 
+  it("query: one SELECT over the order's tables and their versions, truncated past the limit", async () => {
+    const result = await client.callTool({
+      name: "query",
+      arguments: { order_id: f.orderA, sql: "SELECT name, price FROM products ORDER BY id", limit: 2 },
+    });
+    expect(result.isError).toBeFalsy();
+    const answer = result.structuredContent as { columns: { name: string }[]; rows: unknown[][]; truncated: boolean };
+    expect(answer.columns.map((column) => column.name)).toEqual(["name", "price"]);
+    expect(answer.rows.map((row) => row.map(String))).toEqual([
+      ["mug", "3"],
+      ["plate", "6"],
+    ]);
+    expect(answer.truncated).toBe(true);
+    expect(textOf(result)).toContain("| mug | 3 |");
+    const old = await client.callTool({
+      name: "query",
+      arguments: { order_id: f.orderA, sql: "SELECT count(*) AS n FROM \"products@1\" WHERE name = 'bowl'" },
+    });
+    expect(String((old.structuredContent as { rows: unknown[][] }).rows[0]![0])).toBe("1");
+  });
+
   it("download_link: a signed link to a file, and to every part of a table's version", async () => {
     const file = await client.callTool({ name: "download_link", arguments: { order_id: f.orderA, file_id: f.fileA } });
     const { links, expires_at } = file.structuredContent as { links: { url: string }[]; expires_at: string };
@@ -246,6 +267,13 @@ describe("the tools, through the SDK's client", () => {
     ],
     ["an argument of the wrong type", "get_order", { order_id: 5 }, "Input validation error"],
     ["a missing argument", "describe_table", { order_id: "ORDER_A" }, "Input validation error"],
+    ["SQL that is not one SELECT", "query", { order_id: "ORDER_A", sql: "DROP TABLE products" }, "invalid_sql"],
+    [
+      "SQL on another buyer's order",
+      "query",
+      { order_id: "ORDER_B", sql: "SELECT * FROM products" },
+      "order_not_found",
+    ],
     [
       "a limit over 100",
       "get_changes",
