@@ -3,6 +3,7 @@ import { z } from "zod";
 import { sqlIdentifier } from "../engine/engine";
 import { runOrderSql } from "../explore/sql";
 import { tableSchema } from "../schemas/api";
+import { noticeSchema } from "../schemas/quality";
 import { describeTable } from "../tables/description";
 import { lines, textTable } from "./render";
 import { limitInput, orderIdInput, READ_ONLY, tableInput, toolResult, type ToolContext } from "./tool-kit";
@@ -20,13 +21,6 @@ const versionSummarySchema = z.object({
   rows: z.number().int(),
   changes: changesSchema.nullable().describe("What the version changed against the previous one."),
   quality_status: z.enum(["passed", "warned", "released"]),
-});
-const noticeSchema = z.object({
-  id: z.string(),
-  type: z.enum(["schema_change", "delay", "deprecation"]),
-  message: z.string(),
-  effective_at: z.string().nullable(),
-  created_at: z.string(),
 });
 const resultColumnSchema = z.object({ name: z.string(), type: z.string() });
 

@@ -15,8 +15,6 @@ import { tableNotFound } from "./queries";
 
 /** How many of the newest versions a description lists (the versions list pages through all). */
 export const DESCRIBED_VERSIONS = 20;
-/** Notices older than this are not shown (contract Part 6: the last 90 days). */
-export const NOTICE_DAYS = 90;
 
 type TableView = z.infer<typeof tableSchema>;
 type Changes = { inserted: number; updated: number; deleted: number };
@@ -29,20 +27,13 @@ export type VersionSummary = {
   quality_status: "passed" | "warned" | "released";
 };
 
-export type TableNoticeView = {
-  id: string;
-  type: "schema_change" | "delay" | "deprecation";
-  message: string;
-  effective_at: string | null;
-  created_at: string;
-};
-
 export type TableDescription = {
   table: TableView;
   versions: VersionSummary[];
   version_count: number;
   quality_report: Record<string, unknown> | null;
-  notices: TableNoticeView[];
+  /** The table's notices of the last 90 days, as the Table object carries them. */
+  notices: TableView["notices"];
 };
 
 const VERSION_SUMMARY_JSON = Prisma.sql`json_build_object(
@@ -55,7 +46,7 @@ const VERSION_SUMMARY_JSON = Prisma.sql`json_build_object(
 
 /**
  * The buyer's table `name` of order `orderId` with its newest versions (or, with `sinceVersion`,
- * the versions after it, oldest first), its current version's quality report and its notices.
+ * the versions after it, oldest first), its current version's quality report and its notices (the Table's).
  */
 export async function describeTable(
   buyerId: string,
@@ -84,14 +75,7 @@ export async function describeTable(
        WHERE t.id = vt.id) AS described,
       COALESCE((SELECT json_agg(${VERSION_SUMMARY_JSON} ORDER BY ${versionOrder}) FROM (${versionsOf}) v), '[]'::json)::text
         AS versions,
-      (SELECT count(*)::int FROM table_versions v WHERE v.table_id = vt.id AND v.pruned_at IS NULL) AS version_count,
-      COALESCE((SELECT json_agg(json_build_object(
-           'id', n.id, 'type', n.type, 'message', n.message,
-           'effective_at', ${isoUtc(Prisma.sql`n.effective_at`)},
-           'created_at', ${isoUtc(Prisma.sql`n.created_at`)}) ORDER BY n.created_at DESC)
-         FROM table_notices n
-         WHERE n.table_id = vt.id AND n.created_at > now() - make_interval(days => ${NOTICE_DAYS})), '[]'::json)::text
-        AS notices
+      (SELECT count(*)::int FROM table_versions v WHERE v.table_id = vt.id AND v.pruned_at IS NULL) AS version_count
     FROM orders o
     LEFT JOIN order_tables vt ON vt.order_id = o.id AND vt.name = ${name}
     WHERE o.id = ${orderId} AND o.buyer_id = ${buyerId}`;
@@ -100,7 +84,6 @@ export async function describeTable(
     described: string | null;
     versions: string;
     version_count: number;
-    notices: string;
   }>(query.text, query.values);
   if (!row) throw orderNotFound(orderId);
   if (!row.table_found || !row.described) throw tableNotFound(orderId, name);
@@ -110,6 +93,6 @@ export async function describeTable(
     versions: JSON.parse(row.versions) as VersionSummary[],
     version_count: row.version_count,
     quality_report: described.report ?? null,
-    notices: JSON.parse(row.notices) as TableNoticeView[],
+    notices: described.table.notices,
   };
 }
