@@ -124,7 +124,12 @@ function expectSafeAnswer(request: Sent, answer: Answer): void {
   expect(answer.status, label).toBeLessThan(500);
   // Set-Cookie may carry the client's own session token back (next-auth refreshes its cookie).
   const { "set-cookie": cookies, ...headers } = answer.headers;
-  expect(leaks(answer.body + JSON.stringify(headers)), label).toEqual([]);
+  // The API's reference documents the SQL endpoint (#41) with SELECT examples: SQL there is the documentation.
+  const documentsSql = /^\/(api\/v1\/openapi\.json|docs\/api)(\?|$)/.test(request.path);
+  expect(
+    leaks(answer.body + JSON.stringify(headers)).filter((what) => !(documentsSql && what === "SQL")),
+    label,
+  ).toEqual([]);
   expect(
     leaks(JSON.stringify(cookies ?? [])).filter((what) => what !== "the session token"),
     label,
