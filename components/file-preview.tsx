@@ -1,12 +1,14 @@
 "use client";
 
-import { useId, useState } from "react";
+import { useState } from "react";
 import type { Preview } from "@/lib/datasets/access";
 import type { PreviewResult } from "@/lib/http/browser-download";
+import type { RowsResult, TableFilter } from "@/lib/http/browser-explore";
 import { changesOf } from "@/lib/tables/change-preview";
 import { ChangePreviewTable } from "./change-preview-table";
 import { Dialog } from "./dialog";
-import { NUMERIC_TYPE, PreviewValue } from "./preview-value";
+import { ResultGrid } from "./result-grid";
+import { TableFilterBar } from "./table-filter";
 import { Button, Notice } from "./ui";
 
 /**
@@ -18,11 +20,14 @@ export function FilePreview({
   fileName,
   load,
   changes = false,
+  filter,
 }: {
   fileName: string;
   load: () => Promise<PreviewResult>;
   /** A change file: each update shown as one row, old -> new. */
   changes?: boolean;
+  /** A table's rows through a filter bar (columns, where), read on the server: a table's preview has one. */
+  filter?: (filter: TableFilter) => Promise<RowsResult>;
 }) {
   const [open, setOpen] = useState(false);
   const [result, setResult] = useState<PreviewResult>();
@@ -47,6 +52,10 @@ export function FilePreview({
         ) : result.ok ? (
           changes && changesOf(result.preview) ? (
             <ChangePreviewTable changed={changesOf(result.preview)!} preview={result.preview} fileName={fileName} />
+          ) : filter ? (
+            <TableFilterBar tableName={fileName} columns={result.preview.columns} run={filter}>
+              <PreviewTable preview={result.preview} fileName={fileName} />
+            </TableFilterBar>
           ) : (
             <PreviewTable preview={result.preview} fileName={fileName} />
           )
@@ -63,63 +72,20 @@ export function FilePreview({
   );
 }
 
-/**
- * The rows in a box of their own that scrolls both ways (focusable, so the keyboard scrolls it
- * too), with the column names and types kept in view: a wide file never widens the page.
- */
+/** The preview's rows: all of them, or the first of how many. */
 function PreviewTable({ preview, fileName }: { preview: Preview; fileName: string }) {
-  const summaryId = useId();
-  const numeric = preview.columns.map((column) => NUMERIC_TYPE.test(column.type));
   const shown = preview.rows.length;
   const summary =
     shown === preview.total_rows
       ? `All ${shown.toLocaleString("en-US")} ${shown === 1 ? "row" : "rows"}.`
       : `The first ${shown.toLocaleString("en-US")} of ${preview.total_rows.toLocaleString("en-US")} rows.`;
   return (
-    <div className="space-y-2">
-      <p id={summaryId} className="text-sm text-slate-600" data-testid="preview-summary">
-        {summary}
-      </p>
-      <div
-        role="region"
-        aria-labelledby={summaryId}
-        tabIndex={0}
-        className="max-h-[60vh] overflow-auto rounded-md border border-slate-200 focus-visible:outline-2 focus-visible:outline-offset-2 focus-visible:outline-blue-600"
-      >
-        <table className="min-w-full text-left text-sm" data-testid="preview-table">
-          <caption className="sr-only">
-            {fileName}: {summary}
-          </caption>
-          <thead>
-            <tr>
-              {preview.columns.map((column, index) => (
-                <th
-                  key={index}
-                  scope="col"
-                  className={`sticky top-0 border-b border-slate-200 bg-slate-50 px-3 py-2 align-bottom whitespace-nowrap ${numeric[index] ? "text-right" : ""}`}
-                >
-                  <span className="block font-mono font-semibold">{column.name}</span>{" "}
-                  <span className="block font-mono text-xs font-normal text-slate-600">{column.type}</span>
-                </th>
-              ))}
-            </tr>
-          </thead>
-          <tbody className="divide-y divide-slate-100">
-            {preview.rows.map((row, rowIndex) => (
-              <tr key={rowIndex}>
-                {row.map((value, columnIndex) => (
-                  <td
-                    key={columnIndex}
-                    className={`px-3 py-1.5 ${numeric[columnIndex] ? "text-right tabular-nums" : ""}`}
-                  >
-                    <PreviewValue value={value} />
-                  </td>
-                ))}
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
-    </div>
+    <ResultGrid
+      columns={preview.columns}
+      rows={preview.rows}
+      summary={summary}
+      caption={fileName}
+      testIdPrefix="preview"
+    />
   );
 }

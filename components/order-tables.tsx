@@ -5,6 +5,7 @@ import { VersionChart } from "./version-chart";
 import { FORMAT_LABELS } from "./file-profile";
 import { RENDITION_FORMATS, type RenditionFormat } from "@/lib/data-formats";
 import type { PreviewResult } from "@/lib/http/browser-download";
+import type { RowsResult, TableFilter } from "@/lib/http/browser-explore";
 import { formatBytes, formatDate } from "@/lib/format";
 import type { TableSummary, VersionSummary } from "@/lib/tables/history";
 import { Badge, Notice, linkClass } from "./ui";
@@ -23,6 +24,7 @@ export function OrderTables({
   downloadable,
   downloadHref,
   loadPreview,
+  filterRows,
   loadFilePreview,
   loadChangesPreview,
   history,
@@ -35,6 +37,8 @@ export function OrderTables({
   downloadHref: (fileId: string) => string;
   /** The table's first rows as of its current version (a server action bound to the page's own access). */
   loadPreview: (table: string) => () => Promise<PreviewResult>;
+  /** The table's rows through the preview's filter bar (a server action bound to the page's own access). */
+  filterRows: (table: string) => (filter: TableFilter) => Promise<RowsResult>;
   /** A part's first rows, as for any file. */
   loadFilePreview: (fileId: string) => () => Promise<PreviewResult>;
   /** A change file's first rows; without it no version history is shown (a share page shows current versions). */
@@ -92,7 +96,11 @@ export function OrderTables({
                 </dl>
               </div>
               {downloadable && table.version !== null && (
-                <FilePreview fileName={`${table.name}, version ${table.version}`} load={loadPreview(table.name)} />
+                <FilePreview
+                  fileName={`${table.name}, version ${table.version}`}
+                  load={loadPreview(table.name)}
+                  filter={filterRows(table.name)}
+                />
               )}
             </div>
             <TableParts

@@ -10,7 +10,7 @@ import { CLIENT_IP_HEADER } from "@/lib/security/header";
 import { recordShareOpened } from "@/lib/security/log";
 import { countShareOpened, lookUpShareToken, type ClosedShareLink } from "@/lib/share-links";
 import { orderTables } from "@/lib/tables/history";
-import { sharedPreviewAction, sharedTablePreviewAction } from "./preview-action";
+import { sharedFilterTableAction, sharedPreviewAction, sharedTablePreviewAction } from "./preview-action";
 
 /** The tab names the shared order while the link works; the page is never indexed. */
 export async function generateMetadata({ params }: { params: Promise<{ token: string }> }): Promise<Metadata> {
@@ -82,6 +82,7 @@ export default async function SharedOrderPage({
         downloadable={order.downloadable}
         downloadHref={(fileId) => `/share/${encodeURIComponent(token)}/files/${fileId}`}
         loadPreview={(table) => sharedTablePreviewAction.bind(null, token, table)}
+        filterRows={(table) => sharedFilterTableAction.bind(null, token, table)}
         loadFilePreview={(fileId) => sharedPreviewAction.bind(null, token, fileId)}
         history={false}
       />

@@ -2,6 +2,7 @@
 
 import { currentBuyer } from "@/lib/auth/session";
 import { browserPreview, browserTablePreview, type PreviewResult } from "@/lib/http/browser-download";
+import { browserTableRows, tableFilterOf, type RowsResult } from "@/lib/http/browser-explore";
 
 /**
  * The first rows of one of the signed-in buyer's files, for the order page's preview. A read, so
@@ -20,4 +21,14 @@ export async function previewTableAction(orderId: unknown, table: unknown): Prom
   if (!buyer) return { ok: false, error: "Your session has ended. Sign in again." };
   if (typeof orderId !== "string" || typeof table !== "string") return { ok: false, error: "No such table here." };
   return browserTablePreview({ buyerId: buyer.id, orderId, table });
+}
+
+/** A page of one of the signed-in buyer's tables through a preview's filter bar (columns, where, offset). */
+export async function filterTableAction(orderId: unknown, table: unknown, filter: unknown): Promise<RowsResult> {
+  const buyer = await currentBuyer();
+  if (!buyer) return { ok: false, error: "Your session has ended. Sign in again." };
+  if (typeof orderId !== "string" || typeof table !== "string") return { ok: false, error: "No such table here." };
+  const asked = tableFilterOf(filter);
+  if (!asked) return { ok: false, error: "That filter was not valid." };
+  return browserTableRows({ buyerId: buyer.id, orderId, table }, asked);
 }

@@ -1,0 +1,75 @@
+import type { Json } from "../engine/preview-values";
+import { AppError } from "../errors";
+import { readTableRows } from "../explore/rows";
+import { runOrderSql } from "../explore/sql";
+
+/**
+ * Rows and SQL for the browser (the dashboard's Query page and filter bars, a share page's filter
+ * bar): the API's own functions and checks, a refusal as the message to show with its code (an
+ * invalid_filter or unknown_column detail names what to fix). The caller has already settled who
+ * the buyer is: the session, or a share link's token for its one order.
+ */
+
+/** Rows a filtered preview shows at once. */
+export const BROWSER_ROWS_PAGE = 20;
+
+export type ResultColumn = { name: string; type: string };
+export type RowsPage = { version: number; columns: ResultColumn[]; rows: Json[][]; next_offset: number | null };
+export type SqlResult = { columns: ResultColumn[]; rows: Json[][]; truncated: boolean };
+
+/** A refusal the page shows as it is: the message, and the code it came with. */
+export type Refusal = { ok: false; error: string; code?: string };
+export type RowsResult = { ok: true; page: RowsPage } | Refusal;
+export type QueryResult = { ok: true; result: SqlResult } | Refusal;
+
+/** What a filter bar asks: the columns to show (none: all) and a where text (blank: every row). */
+export type TableFilter = { columns?: string[]; where?: string; offset?: number };
+
+/** Only the shape a filter bar sends is passed on; the domain checks what it means. */
+export function tableFilterOf(input: unknown): TableFilter | undefined {
+  if (typeof input !== "object" || input === null) return undefined;
+  const { columns, where, offset } = input as Record<string, unknown>;
+  if (columns !== undefined && !(Array.isArray(columns) && columns.every((name) => typeof name === "string")))
+    return undefined;
+  if (where !== undefined && typeof where !== "string") return undefined;
+  if (offset !== undefined && !(Number.isSafeInteger(offset) && (offset as number) >= 0)) return undefined;
+  return { columns: columns as string[] | undefined, where: where as string | undefined, offset: offset as number };
+}
+
+/** One page of a table's current version through the filter, for a preview's filter bar. */
+export function browserTableRows(
+  target: { buyerId: string; orderId: string; table: string },
+  filter: TableFilter,
+): Promise<RowsResult> {
+  return refusalOr(async () => {
+    const page = await readTableRows({
+      ...target,
+      columns: filter.columns?.length ? filter.columns : undefined,
+      where: filter.where?.trim() ? filter.where : undefined,
+      limit: BROWSER_ROWS_PAGE,
+      offset: filter.offset ?? 0,
+    });
+    return { ok: true, page: page as RowsPage };
+  });
+}
+
+/** One SELECT over the order's tables, for the Query page (or its download, with the largest limit). */
+export function browserSql(
+  target: { buyerId: string; orderId: string },
+  sql: string,
+  limit: number,
+): Promise<QueryResult> {
+  return refusalOr(async () => ({
+    ok: true,
+    result: (await runOrderSql({ ...target, sql, limit })) as SqlResult,
+  }));
+}
+
+async function refusalOr<Result>(run: () => Promise<Result>): Promise<Result | Refusal> {
+  try {
+    return await run();
+  } catch (error) {
+    if (error instanceof AppError) return { ok: false, error: error.message, code: error.code };
+    throw error;
+  }
+}
