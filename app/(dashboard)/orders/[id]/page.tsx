@@ -13,7 +13,7 @@ import { formatDate, formatRelative } from "@/lib/format";
 import { getOrder, orderPageDetails } from "@/lib/orders/queries";
 import { listShareLinks, SHARE_LINK_EXPIRY_DAYS } from "@/lib/share-links";
 import { orderTables } from "@/lib/tables/history";
-import { previewFileAction, previewTableAction } from "./preview-action";
+import { filterTableAction, previewFileAction, previewTableAction } from "./preview-action";
 import { ShareLinks } from "./share-links";
 
 /** The tab names the order, for its owner only (anyone else gets the plain title). */
@@ -88,6 +88,13 @@ export default async function OrderPage({
             </>
           )}
         </dl>
+        {tables.length > 0 && (
+          <p className="text-sm">
+            <Link href={`/orders/${order.id}/query`} className={linkClass} data-testid="query-link">
+              Query these tables with SQL
+            </Link>
+          </p>
+        )}
       </header>
       <TableNoticeBanner tables={order.tables} />
       {refused && (
@@ -109,6 +116,7 @@ export default async function OrderPage({
         downloadable={order.downloadable}
         downloadHref={(fileId) => `/orders/${order.id}/files/${fileId}`}
         loadPreview={(table) => previewTableAction.bind(null, order.id, table)}
+        filterRows={(table) => filterTableAction.bind(null, order.id, table)}
         loadFilePreview={(fileId) => previewFileAction.bind(null, order.id, fileId)}
         loadChangesPreview={(fileId) => previewFileAction.bind(null, order.id, fileId)}
         history
