@@ -22,45 +22,11 @@ import { changes, printChangesReport } from "./changes.js";
 import { formatQualityReport, qualityOf } from "./quality.js";
 import { sync, type RefundedOrder, type SyncReport } from "./sync.js";
 import { countOf, forTerminal } from "./terminal.js";
+import { USAGE, UsageError } from "./usage.js";
+import { rowsCommand, sqlCommand } from "./cli-explore.js";
 
 /** Exit codes, as the README documents them. */
 export const EXIT = { ok: 0, failedFiles: 1, usage: 2, refused: 3, network: 4 } as const;
-
-const USAGE = `Usage: dataset-access <command> [options]
-
-Commands:
-  orders                      list your paid orders
-  download ORDER [FILE]       download one file (id or name) or every file of an order
-  sync --dir D                mirror every delivered order's files into D/<order id>/<file name>
-  tables --order ID           list an order's tables: name, mode, key, version, rows, updated
-  changes --order ID --table NAME --since N --dir D
-                              fetch the change files of the versions after N into
-                              D/<table>.v<version>.changes.<format>; prints the last version
-                              written (the --since of the next run). Stops before the first
-                              version whose quality is not passed, unless --accept-warnings
-  quality --order ID --table NAME [--version N]
-                              a version's quality report (default: the current version)
-
-Options:
-  --dir D               where files go (download: default ., sync: required)
-  --format F            each data file as parquet, csv or jsonl (products.csv -> products.parquet),
-                        verified by that rendition's sha256; a file already in F comes as it is;
-                        binary or unreadable files have none and are listed under no_rendition.
-                        changes: the change files' format (default parquet)
-  --rendition-wait S    how long to wait for a rendition the server is still making, per file
-                        (default 600 seconds); then that file has failed
-  --concurrency N       sync: files fetched at once (default 4)
-  --delete              sync: remove the local copies of refunded orders, and the files
-                        that left a delivered order's list (a new snapshot version's old parts)
-  --accept-warnings     changes: apply versions whose quality is warned or released too
-  --json                print a JSON report on stdout (the default when stdout is not a terminal)
-  -h, --help            this help
-
-Environment: DATASET_ACCESS_KEY (an API key with datasets:read), DATASET_ACCESS_URL (the server).
-Exit codes: 0 done; 1 some files failed, or were refused as unsafe (see the report), or the one
-FILE named has no rendition in F, or changes stopped before a version not passed; 2 usage; 3 refused by the API; 4 network.`;
-
-class UsageError extends Error {}
 
 /** What a wait is for, as a person reads it. */
 const WAITING_FOR: Record<WaitReason, string> = {
@@ -259,6 +225,14 @@ async function main(argv: string[]): Promise<number> {
       since: { type: "string" },
       version: { type: "string" },
       "accept-warnings": { type: "boolean", default: false },
+      columns: { type: "string" },
+      where: { type: "string" },
+      "order-by": { type: "string" },
+      limit: { type: "string" },
+      offset: { type: "string" },
+      all: { type: "boolean", default: false },
+      query: { type: "string" },
+      csv: { type: "boolean", default: false },
       json: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
@@ -359,6 +333,10 @@ async function main(argv: string[]): Promise<number> {
       }
       return EXIT.ok;
     }
+    case "rows":
+      return rowsCommand(client, values, { json, csv: values.csv });
+    case "sql":
+      return sqlCommand(client, values, { json, csv: values.csv });
     default:
       throw new UsageError(`Unknown command "${command}".`);
   }

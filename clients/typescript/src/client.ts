@@ -1,5 +1,6 @@
 import createFetchClient from "openapi-fetch";
 import path from "node:path";
+import { exploreMethods } from "./explore.js";
 import { downloadVerified, type CheckedDownload, type DownloadResult, type ExpectedFile } from "./download.js";
 import {
   DatasetAccessError,
@@ -377,8 +378,12 @@ export function createClient(options: ClientOptions = {}) {
     return downloadVerified(nextLink, dest, "from-response", { fetch: baseFetch, onProgress });
   }
 
+  const explore = exploreMethods(getJson, ordersPath);
+
   return {
     orders: { list: listOrders, get: getOrder },
+    /** One read-only SELECT over an order's tables, run on the server. */
+    sql: explore.sql,
     files: { download, signedLink },
     tables: {
       list: listTables,
@@ -388,6 +393,9 @@ export function createClient(options: ClientOptions = {}) {
       quality: getQuality,
       changesLink,
       downloadChanges,
+      /** A page of a table's rows, filtered on the server; rowPages follows every page. */
+      rows: explore.rows,
+      rowPages: explore.rowPages,
     },
     /** How long a download waits in all for a rendition being made (ms). */
     renditionWaitMs: options.renditionWaitMs ?? DEFAULT_RENDITION_WAIT_MS,

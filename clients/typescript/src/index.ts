@@ -21,6 +21,14 @@ export {
   type ChangesReport,
 } from "./changes.js";
 export {
+  rowObjects,
+  type ResultColumn,
+  type RowsOptions,
+  type RowsPage,
+  type SqlResult,
+  type Value,
+} from "./explore.js";
+export {
   downloadVerified,
   isVerified,
   type CheckedDownload,
