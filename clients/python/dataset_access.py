@@ -9,6 +9,8 @@
     client.download(order, "products.csv", "products.parquet", format="parquet")   # its rendition
     report = dataset_access.sync(client, "data/")               # mirror every delivered order
     frame = client.read_pandas(order, "products.csv")           # a DataFrame (needs pandas)
+    rows = client.rows(order_id, "products", columns=["id", "price"], where="price > 10")   # list of dicts
+    answer = client.sql(order_id, 'SELECT count(*) AS n FROM "products"', as_pandas=True)  # a DataFrame
 
     python3 dataset_access.py sync --dir data/ [--format parquet|csv|jsonl] [--delete] [--json]
     python3 dataset_access.py tables --order ORDER
@@ -607,6 +609,60 @@ class Client:
         if refused is not None:
             raise QualityRefusedError(table, refused["version"], _quality_of(refused), result)
         return result
+
+    # -- rows and SQL, read on the server ------------------------------------------------------
+
+    def rows_page(self, order_id, table, version=None, columns=None, where=None, order_by=None, limit=None,
+                  offset=0):
+        """One page of a table's rows, filtered on the server: {version, columns: [{name, type}], rows: [[...]],
+        next_offset} (next_offset None on the last page). `columns` a list of names (default all), `where` one
+        condition over them (docs/explore.md), `order_by` "col [asc|desc], ..." (default the key, else file
+        order), `limit` 1..1000 (default 100)."""
+        query = {"offset": int(offset)}
+        for name, value in (("version", version), ("where", where), ("order_by", order_by), ("limit", limit)):
+            if value is not None:
+                query[name] = value
+        if columns is not None:
+            query["columns"] = ",".join(columns)
+        return self._json(self._table_path(order_id, table) + "/rows?" + urllib.parse.urlencode(query))
+
+    def rows(self, order_id, table, version=None, columns=None, where=None, order_by=None, limit=None, offset=0,
+             all=False, as_pandas=False):
+        """A table's rows through a filter, read on the server (see rows_page), as a list of dicts, or a pandas
+        DataFrame with `as_pandas=True`. With `all=True` every matching row from `offset` on, page after page
+        (`limit` rows a page), every page read from the version of the first so the pages fit together."""
+        pandas = _import_pandas("rows") if as_pandas else None
+        page = self.rows_page(order_id, table, version, columns, where, order_by, limit, offset)
+        names = [column["name"] for column in page["columns"]]
+        found = list(page["rows"])
+        while all and page["next_offset"] is not None:
+            page = self.rows_page(order_id, table, page["version"], columns, where, order_by, limit,
+                                  page["next_offset"])
+            found.extend(page["rows"])
+        return _records(pandas, names, found)
+
+    def sql(self, order_id, query, limit=None, as_pandas=False):
+        """One read-only SELECT over the order's tables (each by its name, "name@N" for version N, "name@changes"
+        for the change feed), run on the server, as a list of dicts, or a pandas DataFrame with `as_pandas=True`.
+        At most `limit` rows (1..1000, default 100): sql_result says whether more exist."""
+        pandas = _import_pandas("sql") if as_pandas else None
+        result = self.sql_result(order_id, query, limit)
+        return _records(pandas, [column["name"] for column in result["columns"]], result["rows"])
+
+    def sql_result(self, order_id, query, limit=None):
+        """The SQL answer as the API gives it: {columns: [{name, type}], rows: [[...]], truncated}."""
+        params = {"q": query}
+        if limit is not None:
+            params["limit"] = limit
+        return self._json("/orders/%s/sql?%s" % (urllib.parse.quote(order_id, safe=""), urllib.parse.urlencode(params)))
+
+
+def _records(pandas, names, rows):
+    """Rows (arrays in column order) as dicts, or as a DataFrame when `pandas` is given. Values stay as the API
+    gives them (dates ISO 8601 text, big integers and decimals as strings)."""
+    if pandas is not None:
+        return pandas.DataFrame(rows, columns=names)
+    return [dict(zip(names, row)) for row in rows]
 
 
 def _problem(status, headers, body):

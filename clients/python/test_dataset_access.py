@@ -277,6 +277,8 @@ class WithoutPandas(unittest.TestCase):
             "read_pandas": lambda: client.read_pandas("ord_x", "products.csv"),
             "read_table_pandas": lambda: client.read_table_pandas("ord_x", "prices"),
             "read_changes_pandas": lambda: client.read_changes_pandas("ord_x", "prices", 0),
+            "rows": lambda: client.rows("ord_x", "prices", as_pandas=True),
+            "sql": lambda: client.sql("ord_x", "SELECT 1", as_pandas=True),
         }
         for method, call in calls.items():
             with mock.patch.dict(sys.modules, {"pandas": None}), self.assertRaises(ImportError) as raised:
@@ -369,6 +371,42 @@ class TablesAgainstTheServer(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(local)), ["prices-3a.csv", "prices-3b.csv"])
 
     @unittest.skipUnless(HAS_PANDAS, "pandas is not installed: apt-get install python3-pandas")
+    def test_rows_filters_columns_and_pages_on_the_server(self):
+        # Version 3: products 1-40 (1-10 at twice their id, the rest at 1.5 times) and 51-65.
+        cheap = self.client.rows(self.order_id, self.table, columns=["id", "price"], where="id <= 10 AND price > 4",
+                                 order_by="id desc")
+        self.assertEqual(cheap, [{"id": i, "price": i * 2} for i in range(10, 2, -1)])
+        every = self.client.rows(self.order_id, self.table, columns=["id"], limit=7, all=True)
+        self.assertEqual(sorted(row["id"] for row in every), list(range(1, 41)) + list(range(51, 66)))
+        first = self.client.rows(self.order_id, self.table, version=1, where="id > 40", columns=["id"], all=True)
+        self.assertEqual([row["id"] for row in first], list(range(41, 51)))
+        page = self.client.rows_page(self.order_id, self.table, limit=50)
+        self.assertEqual((page["version"], len(page["rows"]), page["next_offset"]), (3, 50, 50))
+        for where, code in (("id = (SELECT 1)", "invalid_filter"), ("nope = 1", "unknown_column")):
+            with self.assertRaises(dataset_access.DatasetAccessError) as raised:
+                self.client.rows(self.order_id, self.table, where=where)
+            self.assertEqual(raised.exception.code, code, where)
+
+    def test_sql_answers_dicts_over_versions_and_refuses_anything_but_a_select(self):
+        counts = self.client.sql(self.order_id, 'SELECT (SELECT count(*) FROM "prices")::INTEGER AS now, '
+                                                '(SELECT count(*) FROM "prices@1")::INTEGER AS first')
+        self.assertEqual(counts, [{"now": 55, "first": 50}])
+        result = self.client.sql_result(self.order_id, 'SELECT id FROM "prices" ORDER BY id', limit=5)
+        self.assertEqual(([row[0] for row in result["rows"]], result["truncated"]), ([1, 2, 3, 4, 5], True))
+        with self.assertRaises(dataset_access.DatasetAccessError) as raised:
+            self.client.sql(self.order_id, "COPY prices TO '/tmp/x.csv'")
+        self.assertEqual(raised.exception.code, "invalid_sql")
+
+    @unittest.skipUnless(HAS_PANDAS, "needs pandas")
+    def test_rows_and_sql_as_pandas(self):
+        frame = self.client.rows(self.order_id, self.table, columns=["id", "name"], where="id BETWEEN 51 AND 53",
+                                 as_pandas=True)
+        self.assertEqual(list(frame.columns), ["id", "name"])
+        self.assertEqual(frame["name"].tolist(), ["Product 51", "Product 52", "Product 53"])
+        answer = self.client.sql(self.order_id, 'SELECT id % 2 AS odd, count(*)::INTEGER AS n FROM "prices" '
+                                                'GROUP BY 1 ORDER BY 1', as_pandas=True)
+        self.assertEqual(answer.to_dict("records"), [{"odd": 0, "n": 27}, {"odd": 1, "n": 28}])
+
     def test_read_table_pandas_reads_every_part_of_a_version(self):
         current = self.client.read_table_pandas(self.order_id, self.table)
         self.assertEqual(list(current.columns), ["id", "name", "price"])

@@ -157,6 +157,6 @@ it("passes its unittest suite against the server", { timeout: 180_000 }, async (
   const output = `${run.stdout}\n${run.stderr}`;
   expect("failed" in run, output).toBe(false);
   // Every test ran (none skipped for want of a server).
-  expect(output).toMatch(/Ran 24 tests/);
+  expect(output).toMatch(/Ran 27 tests/);
   expect(output).not.toMatch(/skipped/);
 });
