@@ -5,7 +5,7 @@ import { notDownloadableReason } from "@/components/order-files";
 import { Notice, linkClass } from "@/components/ui";
 import { currentBuyer, requireBuyer } from "@/lib/auth/session";
 import { AppError } from "@/lib/errors";
-import { describeOrderTables } from "@/lib/explore/describe";
+import { describeOrderTables } from "@/lib/explore/sql";
 import { pastQuery, queryHistory } from "@/lib/explore/history";
 import { getOrder, orderPageDetails } from "@/lib/orders/queries";
 import { QueryConsole } from "./query-console";
