@@ -34,7 +34,20 @@ export async function sessionCookie(buyerId: string): Promise<string> {
 
 export async function callServerAction<Result = Record<string, unknown>>(
   server: TestServer,
-  { page, actionId, cookie, input }: { page: string; actionId: string; cookie: string; input: unknown },
+  {
+    page,
+    actionId,
+    cookie,
+    input,
+    args = [input],
+  }: {
+    page: string;
+    actionId: string;
+    cookie: string;
+    input?: unknown;
+    /** Every argument, for an action of several (a bound action's bound ones first). Default: `[input]`. */
+    args?: unknown[];
+  },
 ): Promise<Result> {
   const response = await fetch(`${server.url}${page}`, {
     method: "POST",
@@ -45,7 +58,7 @@ export async function callServerAction<Result = Record<string, unknown>>(
       "Content-Type": "text/plain;charset=UTF-8",
       Cookie: cookie,
     },
-    body: JSON.stringify([input]),
+    body: JSON.stringify(args),
   });
   const body = await response.text();
   if (!response.ok) throw new Error(`The action answered ${response.status}: ${body.slice(0, 500)}`);

@@ -1,0 +1,232 @@
+import { Readable } from "node:stream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setOrderStatus } from "../../lib/operator/orders";
+import { createShareLink, revokeShareLink } from "../../lib/share-links";
+import { publishTable } from "../../lib/tables/publish";
+import { createTestEnvironment } from "../helpers/database";
+import { buyer, order, type TestEnvironment } from "../helpers/fixtures";
+import { callServerAction, serverActionId, sessionCookie } from "../helpers/server-action";
+import { startServer, type TestServer } from "../helpers/server";
+import { products, productsCsv, publicationDone } from "../tables/helpers";
+
+/**
+ * The Query page's action and download, and the filter bars' actions of the order page and the
+ * share page, over HTTP against the production server on a real PostgreSQL: what each answers,
+ * whose orders each reaches (the session's, or the share link's one order), the history they keep.
+ */
+const QUERY_ACTIONS = "app/(dashboard)/orders/[id]/query/actions.ts";
+const ORDER_ACTIONS = "app/(dashboard)/orders/[id]/preview-action.ts";
+const SHARE_ACTIONS = "app/share/[token]/preview-action.ts";
+
+let env: TestEnvironment;
+let server: TestServer;
+let ids: { query: string; filter: string; shared: string };
+let owner: { id: string; cookie: string; orderId: string; refundedId: string };
+let stranger: { id: string; cookie: string };
+
+type Answer = {
+  ok: boolean;
+  error?: string;
+  code?: string;
+  result?: { columns: { name: string; type: string }[]; rows: unknown[][]; truncated: boolean };
+  page?: { version: number; columns: { name: string }[]; rows: unknown[][]; next_offset: number | null };
+  history?: { sql: string; rows: number | null; error: string | null }[];
+};
+
+beforeAll(async () => {
+  env = await createTestEnvironment("query_page");
+  const account = await buyer("query-owner");
+  const other = await buyer("query-stranger");
+  const delivered = await order(account.id, { name: "Products" });
+  const refunded = await order(account.id, { name: "Refunded" });
+  for (const target of [delivered.id, refunded.id]) {
+    const published = await publishTable({
+      orderId: target,
+      table: "products",
+      key: ["id"],
+      parts: [{ name: "products.csv", source: { stream: Readable.from([productsCsv(products(1, 30))]) } }],
+    });
+    expect(await publicationDone(published.publication, 240_000)).toMatchObject({ status: "ready" });
+  }
+  await setOrderStatus(refunded.id, "refunded");
+  owner = { id: account.id, cookie: await sessionCookie(account.id), orderId: delivered.id, refundedId: refunded.id };
+  stranger = { id: other.id, cookie: await sessionCookie(other.id) };
+  server = await startServer({ databaseUrl: env.database.url, storageDir: env.storageDir, env: { REDIS_URL: "" } });
+  ids = {
+    query: await serverActionId(QUERY_ACTIONS, "runQueryAction"),
+    filter: await serverActionId(ORDER_ACTIONS, "filterTableAction"),
+    shared: await serverActionId(SHARE_ACTIONS, "sharedFilterTableAction"),
+  };
+}, 360_000);
+
+afterAll(async () => {
+  await server?.stop();
+  await env?.cleanup();
+});
+
+const runQuery = (cookie: string, orderId: string, sql: unknown, limit: unknown = 100) =>
+  callServerAction<Answer>(server, {
+    page: `/orders/${orderId}/query`,
+    actionId: ids.query,
+    cookie,
+    args: [orderId, sql, limit],
+  });
+
+const download = (cookie: string | undefined, orderId: string, fields: Record<string, string>, origin = server.url) =>
+  fetch(`${server.url}/orders/${orderId}/query/result`, {
+    method: "POST",
+    headers: { ...(cookie ? { Cookie: cookie } : {}), Origin: origin },
+    body: new URLSearchParams(fields),
+    redirect: "manual",
+  });
+
+describe("the Query page's action", { timeout: 60_000 }, () => {
+  it("runs the buyer's SELECT, answers the grid and keeps it in the history, a refusal too", async () => {
+    const sql = 'SELECT id, price FROM "products" WHERE id > 27 ORDER BY id';
+    const ran = await runQuery(owner.cookie, owner.orderId, sql);
+    expect(ran).toMatchObject({
+      ok: true,
+      result: {
+        rows: [
+          [28, 42],
+          [29, 43.5],
+          [30, 45],
+        ],
+        truncated: false,
+      },
+    });
+    expect(ran.result!.columns.map((column) => column.name)).toEqual(["id", "price"]);
+    expect(ran.history![0]).toMatchObject({ sql, rows: 3, error: null });
+
+    const cut = await runQuery(owner.cookie, owner.orderId, 'SELECT id FROM "products"', 10);
+    expect(cut).toMatchObject({ ok: true, result: { truncated: true } });
+    expect(cut.result!.rows).toHaveLength(10);
+
+    const refused = await runQuery(owner.cookie, owner.orderId, "COPY products TO '/tmp/out.csv'");
+    expect(refused).toMatchObject({ ok: false, code: "invalid_sql" });
+    expect(refused.history![0]).toMatchObject({
+      sql: "COPY products TO '/tmp/out.csv'",
+      rows: null,
+      error: refused.error,
+    });
+  });
+
+  it.each([
+    ["no text", "", 100, "Write a SELECT to run."],
+    ["a text over 8,000 characters", `SELECT 1 -- ${"x".repeat(8000)}`, 100, "A query has at most 8,000 characters."],
+    ["no rows", "SELECT 1", 0, "Show between 1 and 1000 rows."],
+    ["too many rows", "SELECT 1", 1001, "Show between 1 and 1000 rows."],
+    ["rows as text", "SELECT 1", "10", "Show between 1 and 1000 rows."],
+  ])("refuses %s before anything runs", async (_, sql, limit, error) => {
+    expect(await runQuery(owner.cookie, owner.orderId, sql, limit)).toEqual({ ok: false, error });
+  });
+
+  it("reaches only the session's own delivered orders and records nothing for another's", async () => {
+    const foreign = await runQuery(stranger.cookie, owner.orderId, 'SELECT count(*) FROM "products"');
+    expect(foreign).toMatchObject({ ok: false, code: "order_not_found" });
+    expect(foreign.history).toBeUndefined();
+    const malformed = await runQuery(owner.cookie, "ord_../x", "SELECT 1");
+    expect(malformed).toMatchObject({ ok: false, code: "order_not_found" });
+    const refunded = await runQuery(owner.cookie, owner.refundedId, 'SELECT count(*) FROM "products"');
+    expect(refunded).toMatchObject({ ok: false, code: "order_not_delivered" });
+    const signedOut = await runQuery("next-auth.session-token=nobody", owner.orderId, "SELECT 1");
+    expect(signedOut).toEqual({ ok: false, error: "Your session has ended. Sign in again." });
+  });
+});
+
+describe("the Query page's download", { timeout: 60_000 }, () => {
+  const sql = 'SELECT id, name FROM "products" WHERE id <= 2 ORDER BY id';
+
+  it("is the result as CSV or JSON, for the session's own order", async () => {
+    const csv = await download(owner.cookie, owner.orderId, { sql, format: "csv" });
+    expect(csv.status).toBe(200);
+    expect(csv.headers.get("content-type")).toBe("text/csv; charset=utf-8");
+    expect(csv.headers.get("content-disposition")).toBe('attachment; filename="query-result.csv"');
+    expect(await csv.text()).toBe("id,name\r\n1,Product 1\r\n2,Product 2\r\n");
+    const json = await download(owner.cookie, owner.orderId, { sql, format: "json" });
+    expect(await json.json()).toEqual({
+      columns: [
+        { name: "id", type: "BIGINT" },
+        { name: "name", type: "VARCHAR" },
+      ],
+      rows: [
+        { id: 1, name: "Product 1" },
+        { id: 2, name: "Product 2" },
+      ],
+      truncated: false,
+    });
+  });
+
+  it.each([
+    [
+      "another site's form",
+      () => download(owner.cookie, owner.orderId, { sql, format: "csv" }, "https://evil.example"),
+      403,
+    ],
+    ["no session", () => download(undefined, owner.orderId, { sql, format: "csv" }), 401],
+    ["another buyer's order", () => download(stranger.cookie, owner.orderId, { sql, format: "csv" }), 404],
+    ["a format it does not make", () => download(owner.cookie, owner.orderId, { sql, format: "xlsx" }), 400],
+    ["no query", () => download(owner.cookie, owner.orderId, { format: "csv" }), 400],
+    ["a refused query", () => download(owner.cookie, owner.orderId, { sql: "ATTACH 'x.db'", format: "csv" }), 400],
+    ["a refunded order", () => download(owner.cookie, owner.refundedId, { sql, format: "csv" }), 409],
+  ])("refuses %s", async (_, send, status) => {
+    const answer = await send();
+    expect(answer.status).toBe(status);
+    expect(answer.headers.get("content-type")).toBe("text/plain; charset=utf-8");
+    expect(await answer.text()).not.toContain("Product");
+  });
+});
+
+describe("the filter bars' actions", { timeout: 60_000 }, () => {
+  const filter = (cookie: string, orderId: string, asked: unknown) =>
+    callServerAction<Answer>(server, {
+      page: `/orders/${orderId}`,
+      actionId: ids.filter,
+      cookie,
+      args: [orderId, "products", asked],
+    });
+  const sharedFilter = (token: string, asked: unknown) =>
+    callServerAction<Answer>(server, {
+      page: `/share/${token}`,
+      actionId: ids.shared,
+      cookie: "",
+      args: [token, "products", asked],
+    });
+
+  it("answers the chosen columns of the matching rows, page by page, and the server's precise refusals", async () => {
+    const first = await filter(owner.cookie, owner.orderId, { columns: ["name", "id"], where: "id >= 5" });
+    expect(first.page).toMatchObject({ version: 1, columns: [{ name: "name" }, { name: "id" }], next_offset: 20 });
+    expect(first.page!.rows[0]).toEqual(["Product 5", 5]);
+    const next = await filter(owner.cookie, owner.orderId, { where: "id >= 5", offset: 20 });
+    expect(next.page!.rows.map((row) => row[0])).toEqual([25, 26, 27, 28, 29, 30]);
+    expect(next.page!.next_offset).toBeNull();
+    for (const [asked, code] of [
+      [{ where: "id = (SELECT 1)" }, "invalid_filter"],
+      [{ where: "nope = 1" }, "unknown_column"],
+      [{ columns: ["id", "nope"] }, "unknown_column"],
+    ] as const) {
+      const refused = await filter(owner.cookie, owner.orderId, asked);
+      expect(refused, JSON.stringify(asked)).toMatchObject({ ok: false, code });
+      expect(refused.error).toMatch(/SELECT|nope/);
+    }
+    expect(await filter(owner.cookie, owner.orderId, { where: 5 })).toEqual({
+      ok: false,
+      error: "That filter was not valid.",
+    });
+    expect(await filter(stranger.cookie, owner.orderId, { where: "id = 1" })).toMatchObject({
+      ok: false,
+      code: "order_not_found",
+    });
+  });
+
+  it("on a share page reaches the link's one order while the link works", async () => {
+    const link = await createShareLink({ buyerId: owner.id, orderId: owner.orderId, expiry: 7 });
+    const shared = await sharedFilter(link.token, { where: "id = 7", columns: ["name"] });
+    expect(shared.page).toMatchObject({ rows: [["Product 7"]], next_offset: null });
+    await revokeShareLink(owner.id, link.id);
+    expect(await sharedFilter(link.token, { where: "id = 7" })).toEqual({
+      ok: false,
+      error: "This share link no longer works. Reload the page to see why.",
+    });
+  });
+});
