@@ -5,8 +5,8 @@ import { notDownloadableReason } from "@/components/order-files";
 import { Notice, linkClass } from "@/components/ui";
 import { currentBuyer, requireBuyer } from "@/lib/auth/session";
 import { AppError } from "@/lib/errors";
-import { describeOrderTables } from "@/lib/explore/sql";
 import { pastQuery, queryHistory } from "@/lib/explore/history";
+import { browserOrderTables } from "@/lib/http/browser-explore";
 import { getOrder, orderPageDetails } from "@/lib/orders/queries";
 import { QueryConsole } from "./query-console";
 
@@ -38,7 +38,7 @@ export default async function QueryPage({
   });
   const { from } = await searchParams;
   const [history, reopened] = await Promise.all([queryHistory(buyer.id), from ? pastQuery(buyer.id, from) : undefined]);
-  const tables = order.downloadable ? await describeOrderTables(buyer.id, order.id) : [];
+  const tables = order.downloadable ? await browserOrderTables(buyer.id, order.id) : [];
   const first = tables[0]?.name;
   const initialSql =
     reopened?.orderId === order.id
