@@ -200,14 +200,14 @@ describe("the filter bars' actions", { timeout: 60_000 }, () => {
     const next = await filter(owner.cookie, owner.orderId, { where: "id >= 5", offset: 20 });
     expect(next.page!.rows.map((row) => row[0])).toEqual([25, 26, 27, 28, 29, 30]);
     expect(next.page!.next_offset).toBeNull();
-    for (const [asked, code] of [
-      [{ where: "id = (SELECT 1)" }, "invalid_filter"],
-      [{ where: "nope = 1" }, "unknown_column"],
-      [{ columns: ["id", "nope"] }, "unknown_column"],
+    for (const [asked, code, named] of [
+      [{ where: "id = (SELECT 1)" }, "invalid_filter", /subquery/],
+      [{ where: "nope = 1" }, "unknown_column", /"nope"/],
+      [{ columns: ["id", "nope"] }, "unknown_column", /"nope"/],
     ] as const) {
       const refused = await filter(owner.cookie, owner.orderId, asked);
       expect(refused, JSON.stringify(asked)).toMatchObject({ ok: false, code });
-      expect(refused.error).toMatch(/SELECT|nope/);
+      expect(refused.error).toMatch(named);
     }
     expect(await filter(owner.cookie, owner.orderId, { where: 5 })).toEqual({
       ok: false,
