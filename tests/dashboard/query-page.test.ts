@@ -39,6 +39,8 @@ beforeAll(async () => {
   const other = await buyer("query-stranger");
   const delivered = await order(account.id, { name: "Products" });
   const refunded = await order(account.id, { name: "Refunded" });
+  // The server's worker publishes the tables.
+  server = await startServer({ databaseUrl: env.database.url, storageDir: env.storageDir, env: { REDIS_URL: "" } });
   for (const target of [delivered.id, refunded.id]) {
     const published = await publishTable({
       orderId: target,
@@ -51,7 +53,6 @@ beforeAll(async () => {
   await setOrderStatus(refunded.id, "refunded");
   owner = { id: account.id, cookie: await sessionCookie(account.id), orderId: delivered.id, refundedId: refunded.id };
   stranger = { id: other.id, cookie: await sessionCookie(other.id) };
-  server = await startServer({ databaseUrl: env.database.url, storageDir: env.storageDir, env: { REDIS_URL: "" } });
   ids = {
     query: await serverActionId(QUERY_ACTIONS, "runQueryAction"),
     filter: await serverActionId(ORDER_ACTIONS, "filterTableAction"),
@@ -66,7 +67,8 @@ afterAll(async () => {
 
 const runQuery = (cookie: string, orderId: string, sql: unknown, limit: unknown = 100) =>
   callServerAction<Answer>(server, {
-    page: `/orders/${orderId}/query`,
+    // The page is a real one (a malformed id's page is a 404); the action reads the id it is sent.
+    page: `/orders/${owner.orderId}/query`,
     actionId: ids.query,
     cookie,
     args: [orderId, sql, limit],
