@@ -46,7 +46,7 @@ async function filterThePreview(page: Page) {
   await page.getByRole("button", { name: "Preview prices, version 1" }).click();
   const preview = page.getByRole("dialog", { name: "Preview of prices, version 1" });
   await expect(preview.getByTestId("preview-summary")).toHaveText("The first 20 of 40 rows.");
-  await preview.getByText(/^Columns to show/).click();
+  await preview.locator("summary", { hasText: "Columns to show" }).click();
   await preview.getByRole("checkbox", { name: "title" }).uncheck();
   await preview.getByLabel("Where").fill("price >= 76");
   await preview.getByRole("button", { name: "Apply filter" }).click();
