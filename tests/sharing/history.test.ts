@@ -104,7 +104,11 @@ beforeAll(async () => {
   expect(await publish("prices", PRICES[3])).toBe(3);
   expect(await publish("events", { "events-1.csv": products(1, 5) }, ["--mode", "append"])).toBe(1);
   expect(await publish("events", { "events-2.csv": products(6, 3) })).toBe(2);
-  for (const week of [1, 2, 3]) await publish("archive", { [`archive-${week}.csv`]: products(week, 3) });
+  for (const week of [1, 2, 3]) {
+    await publish("archive", { [`archive-${week}.csv`]: products(week, 3) });
+    // Each week drops a third of the rows on purpose: the gate would hold weeks 2 and 3.
+    if (week === 1) await withoutQualityChecks(orderId, "archive");
+  }
   await runAdminJson(cliEnv, "table:prune", "--order", orderId, "--table", "archive", "--keep", "1");
   priceVersions = await db().tableVersion.findMany({
     where: { table: { orderId, name: "prices" } },
