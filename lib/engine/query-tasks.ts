@@ -45,12 +45,14 @@ export const QUERY_TASKS = {
     return explained(input.files, "invalid_filter", async () => {
       const filter =
         input.where === undefined ? "" : `WHERE ${await parsedFilter(connection, input.where, input.columns)}`;
+      const paths = `[${input.files.map((file) => sqlString(file.path)).join(", ")}]`;
+      // File order is the parts' order as given (version, then name), not their stored paths' order (random ids).
       const order = [
         ...input.orderBy.map(({ column, descending }) => `${sqlIdentifier(column)} ${descending ? "DESC" : "ASC"}`),
-        sqlIdentifier(PART_COLUMN),
+        `list_position(${paths}, ${sqlIdentifier(PART_COLUMN)})`,
         sqlIdentifier(ROW_COLUMN),
       ];
-      const reader = `read_parquet([${input.files.map((file) => sqlString(file.path)).join(", ")}], filename = ${sqlString(PART_COLUMN)}, file_row_number = true)`;
+      const reader = `read_parquet(${paths}, filename = ${sqlString(PART_COLUMN)}, file_row_number = true)`;
       const result = await connection.runAndReadAll(
         `SELECT ${input.select.map(sqlIdentifier).join(", ")} FROM ${reader} ${filter}
          ORDER BY ${order.join(", ")} LIMIT ${input.limit + 1} OFFSET ${input.offset}`,
