@@ -1,4 +1,5 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { registerCheckedTools } from "./arguments";
 import { registerOrderTools } from "./order-tools";
 import { registerTableTools } from "./table-tools";
 import type { ToolContext } from "./tool-kit";
@@ -31,7 +32,10 @@ export function mcpServerFor(context: ToolContext): McpServer {
     { name: "dataset-access", title: "Dataset Access", version: "1.0.0" },
     { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
   );
-  registerOrderTools(server, context);
-  registerTableTools(server, context);
+  registerCheckedTools(
+    server,
+    (tools) => registerOrderTools(tools, context),
+    (tools) => registerTableTools(tools, context),
+  );
   return server;
 }

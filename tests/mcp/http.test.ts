@@ -56,7 +56,7 @@ function post(body: unknown, headers: Record<string, string> = {}, key: string |
 }
 
 describe("refusals", () => {
-  it.each([
+  const refusals: [string, () => Promise<Response>, number, number][] = [
     ["no key", () => post(initialize(), {}, null), 401, -32000],
     ["an unknown key", () => post(initialize(), {}, "dak_000"), 401, -32000],
     ["a scrape:read key", () => post(initialize(), {}, f.scrapeKey), 403, -32000],
@@ -80,16 +80,21 @@ describe("refusals", () => {
       -32000,
     ],
     ["an unknown method", () => post({ jsonrpc: "2.0", id: 4, method: "resources/list" }), 200, -32601],
-  ])("%s: HTTP %i with JSON-RPC error %i", async (_, send, status, code) => {
-    const response = await send();
-    expect(response.status).toBe(status);
-    const body = (await response.json()) as { jsonrpc: string; error: { code: number; message: string } };
-    expect(body.jsonrpc).toBe("2.0");
-    expect(body.error.code).toBe(code);
-    expect(body.error.message.length).toBeGreaterThan(5);
-    if (status === 401) expect(response.headers.get("www-authenticate")).toMatch(/^Bearer/);
-    if (status === 405) expect(response.headers.get("allow")).toBe("POST");
-  });
+  ];
+  // The sender last, so the title's placeholders read the status and the code.
+  it.each(refusals.map(([name, send, status, code]) => [name, status, code, send] as const))(
+    "%s: HTTP %i with JSON-RPC error %i",
+    async (_, status, code, send) => {
+      const response = await send();
+      expect(response.status).toBe(status);
+      const body = (await response.json()) as { jsonrpc: string; error: { code: number; message: string } };
+      expect(body.jsonrpc).toBe("2.0");
+      expect(body.error.code).toBe(code);
+      expect(body.error.message.length).toBeGreaterThan(5);
+      if (status === 401) expect(response.headers.get("www-authenticate")).toMatch(/^Bearer/);
+      if (status === 405) expect(response.headers.get("allow")).toBe("POST");
+    },
+  );
 
   it("a loopback Origin is this development site's own: accepted", async () => {
     const response = await post(initialize(), { Origin: "http://localhost:3000" });
