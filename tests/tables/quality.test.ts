@@ -13,6 +13,7 @@ import {
 import { advancePublication } from "../../lib/tables/pipeline";
 import { publishTable } from "../../lib/tables/publish";
 import { rejectPublication, releasePublication, tableChecks } from "../../lib/tables/quality-admin";
+import { tableJson } from "../../lib/tables/queries";
 import { runAdmin, runAdminJson } from "../helpers/admin";
 import { createTestEnvironment } from "../helpers/database";
 import { buyer, order, type TestEnvironment } from "../helpers/fixtures";
@@ -229,6 +230,20 @@ describe("the gate", { timeout: 600_000 }, () => {
     });
     await expect(releasePublication(rejected, "no")).rejects.toThrow(/already rejected/);
     expect(await settled(after)).toMatchObject({ status: "ready", version: 4 });
+  });
+});
+
+describe("an empty first version", { timeout: 600_000 }, () => {
+  it("is held by row_count_zero and hidden from buyers until released", async () => {
+    const held = await publish("empty_first", []);
+    expect(await settled(held)).toMatchObject({ status: "held", version: null });
+    const seen = JSON.parse(await tableJson(buyerId, orderId, "empty_first")) as { version: number | null };
+    expect(seen.version).toBeNull();
+    await releasePublication(held, "The seller starts this table empty.");
+    expect(await settled(held)).toMatchObject({ status: "ready", version: 1 });
+    const released = JSON.parse(await tableJson(buyerId, orderId, "empty_first")) as { version: number; rows: number };
+    expect(released).toMatchObject({ version: 1, rows: 0 });
+    expect(((await versionOf("empty_first", 1))?.quality as Quality).status).toBe("released");
   });
 });
 
