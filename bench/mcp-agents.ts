@@ -1,6 +1,4 @@
 import { promises as fs } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { Readable } from "node:stream";
 import pg from "pg";
 import { createBuyer } from "../lib/buyers";
@@ -11,9 +9,8 @@ import { createOrder } from "../lib/operator/orders";
 import { processPendingNow } from "../lib/tables/pipeline";
 import { publishTable } from "../lib/tables/publish";
 import {
-  BENCH_AUTH_SECRET,
   createBenchKeys,
-  freshBenchDatabase,
+  benchWorkspace,
   log,
   report,
   requireProductionBuild,
@@ -35,14 +32,7 @@ requireProductionBuild();
 const AGENTS = Number(process.env.BENCH_MCP_AGENTS ?? 50);
 const SECONDS = Number(process.env.BENCH_MCP_SECONDS ?? 60);
 
-const databaseUrl = await freshBenchDatabase("dataset_access_bench_mcp_agents");
-const workDir = await fs.mkdtemp(path.join(os.tmpdir(), "bench-mcp-agents-"));
-Object.assign(process.env, {
-  DATABASE_URL: databaseUrl,
-  STORAGE_DIR: path.join(workDir, "storage"),
-  DATASET_TEMP_DIR: path.join(workDir, "engine"),
-  AUTH_SECRET: BENCH_AUTH_SECRET,
-});
+const { databaseUrl, workDir } = await benchWorkspace("mcp-agents");
 const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
 const csv = ["id,category,price", ...Array.from({ length: 5000 }, (_, id) => `${id},c${id % 20},${id % 100}`)].join(
   "\n",

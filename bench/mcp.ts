@@ -1,6 +1,4 @@
 import { promises as fs } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { Readable } from "node:stream";
 import pg from "pg";
 import { createBuyer } from "../lib/buyers";
@@ -11,9 +9,8 @@ import { createOrder } from "../lib/operator/orders";
 import { processPendingNow } from "../lib/tables/pipeline";
 import { publishTable } from "../lib/tables/publish";
 import {
-  BENCH_AUTH_SECRET,
   createBenchKeys,
-  freshBenchDatabase,
+  benchWorkspace,
   log,
   median,
   report,
@@ -36,14 +33,7 @@ const CALLS = Number(process.env.BENCH_MCP_CALLS ?? 30);
 const SQL =
   "SELECT category, count(*) AS n, round(avg(price), 2) AS mean FROM products GROUP BY category ORDER BY category";
 
-const databaseUrl = await freshBenchDatabase("dataset_access_bench_mcp");
-const workDir = await fs.mkdtemp(path.join(os.tmpdir(), "bench-mcp-"));
-Object.assign(process.env, {
-  DATABASE_URL: databaseUrl,
-  STORAGE_DIR: path.join(workDir, "storage"),
-  DATASET_TEMP_DIR: path.join(workDir, "engine"),
-  AUTH_SECRET: BENCH_AUTH_SECRET,
-});
+const { databaseUrl, workDir } = await benchWorkspace("mcp");
 const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
 
 function productsCsv(): string {

@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createReadStream, promises as fs } from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { createBuyer } from "../lib/buyers";
@@ -12,7 +11,7 @@ import { createOrder } from "../lib/operator/orders";
 import { publishTable } from "../lib/tables/publish";
 import { measurePublication } from "../lib/tables/quality";
 import { benchRounds, spread } from "./lib/interleaved";
-import { BENCH_AUTH_SECRET, freshBenchDatabase, log, report, round, sampler, sleep, treeRssKb } from "./lib/common";
+import { benchWorkspace, log, report, round, sampler, sleep, treeRssKb } from "./lib/common";
 
 /**
  * The quality report's cost (contract Part 6), rounds interleaved (off, on, ...; BENCH_ROUNDS):
@@ -27,18 +26,10 @@ import { BENCH_AUTH_SECRET, freshBenchDatabase, log, report, round, sampler, sle
 const megabytes = Number(process.env.BENCH_QUALITY_MB ?? 1024);
 const bigRows = Number(process.env.BENCH_QUALITY_BIG_ROWS ?? 10_000_000);
 const rounds = benchRounds();
-const workDir = await fs.mkdtemp(path.join(os.tmpdir(), "bench-quality-"));
-const databaseUrl = await freshBenchDatabase("dataset_access_bench_quality");
-const env = {
-  ...process.env,
-  DATABASE_URL: databaseUrl,
-  STORAGE_DIR: path.join(workDir, "storage"),
+const { workDir, env } = await benchWorkspace("quality", {
   STORAGE_DRIVER: "local",
-  DATASET_TEMP_DIR: path.join(workDir, "engine"),
-  AUTH_SECRET: BENCH_AUTH_SECRET,
   KEY_LIFECYCLE_CRON: "0 0 1 1 *",
-};
-Object.assign(process.env, env);
+});
 
 /** Writes `parts` Parquet files of `rows` rows in all, ids from 0; `changed` alters every 10th price. */
 async function writeParts(name: string, rows: number, parts: number, changed = false): Promise<string[]> {

@@ -1,6 +1,5 @@
 import { spawn } from "node:child_process";
 import { promises as fs } from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
 import pg from "pg";
@@ -13,9 +12,8 @@ import { createOrder } from "../lib/operator/orders";
 import { processPendingNow } from "../lib/tables/pipeline";
 import { publishTable } from "../lib/tables/publish";
 import {
-  BENCH_AUTH_SECRET,
   createBenchKeys,
-  freshBenchDatabase,
+  benchWorkspace,
   log,
   median,
   report,
@@ -40,14 +38,7 @@ requireCurl("bench/read-changes.ts");
 const ROWS = Number(process.env.BENCH_CHANGE_PANDAS_ROWS ?? 100_000);
 const TABLE = "products";
 
-const databaseUrl = await freshBenchDatabase("dataset_access_bench_read_changes");
-const workDir = await fs.mkdtemp(path.join(os.tmpdir(), "bench-read-changes-"));
-Object.assign(process.env, {
-  DATABASE_URL: databaseUrl,
-  STORAGE_DIR: path.join(workDir, "storage"),
-  DATASET_TEMP_DIR: path.join(workDir, "engine"),
-  AUTH_SECRET: BENCH_AUTH_SECRET,
-});
+const { databaseUrl, workDir } = await benchWorkspace("read-changes");
 const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
 
 function timed(command: string, args: string[], env: Record<string, string>): Promise<number> {

@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createReadStream, createWriteStream, promises as fs } from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { DuckDBInstance } from "@duckdb/node-api";
@@ -12,17 +11,7 @@ import { createOrder } from "../lib/operator/orders";
 import { publishTable } from "../lib/tables/publish";
 import { benchRounds, spread } from "./lib/interleaved";
 import { writeProductParts } from "./lib/product-parts";
-import {
-  BENCH_AUTH_SECRET,
-  freshBenchDatabase,
-  log,
-  report,
-  round,
-  run,
-  sampler,
-  sleep,
-  treeRssKb,
-} from "./lib/common";
+import { benchWorkspace, log, report, round, run, sampler, sleep, treeRssKb } from "./lib/common";
 
 /**
  * Publishing a table version (contract Part 4) with the job worker running on its own (`npm run
@@ -40,19 +29,10 @@ import {
 const megabytes = Number(process.env.BENCH_TABLE_MB ?? 1024);
 const smallVersions = Number(process.env.BENCH_SMALL_VERSIONS ?? 1000);
 const rounds = benchRounds();
-const workDir = await fs.mkdtemp(path.join(os.tmpdir(), "bench-tables-"));
-const databaseUrl = await freshBenchDatabase("dataset_access_bench_tables");
-const storageDir = path.join(workDir, "storage");
-const env = {
-  ...process.env,
-  DATABASE_URL: databaseUrl,
-  STORAGE_DIR: storageDir,
+const { workDir, env } = await benchWorkspace("tables", {
   STORAGE_DRIVER: "local",
-  DATASET_TEMP_DIR: path.join(workDir, "engine"),
-  AUTH_SECRET: BENCH_AUTH_SECRET,
   KEY_LIFECYCLE_CRON: "0 0 1 1 *",
-};
-Object.assign(process.env, env);
+});
 
 log(`writing ${megabytes} MB of CSV in 10 parts`);
 const parts = await writeProductParts(workDir, megabytes);

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, promises as fs, readdirSync, readFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { migrate } from "../../lib/db/migrate";
@@ -66,6 +67,29 @@ export async function freshBenchDatabase(name: string): Promise<string> {
   await ensureDatabaseExists(url.toString());
   await migrate(url.toString());
   return url.toString();
+}
+
+/**
+ * A benchmark's own world: a fresh database `dataset_access_bench_{name}`, a temporary folder for its
+ * storage and the engine's temp files, and the process's environment pointed at them (the bench
+ * calls the library directly, and the servers it starts inherit it). `extra` is added to it.
+ */
+export async function benchWorkspace(
+  name: string,
+  extra: Record<string, string> = {},
+): Promise<{ databaseUrl: string; workDir: string; env: NodeJS.ProcessEnv }> {
+  const databaseUrl = await freshBenchDatabase(`dataset_access_bench_${name.replaceAll("-", "_")}`);
+  const workDir = await fs.mkdtemp(path.join(os.tmpdir(), `bench-${name}-`));
+  const env = {
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    STORAGE_DIR: path.join(workDir, "storage"),
+    DATASET_TEMP_DIR: path.join(workDir, "engine"),
+    AUTH_SECRET: BENCH_AUTH_SECRET,
+    ...extra,
+  };
+  Object.assign(process.env, env);
+  return { databaseUrl, workDir, env };
 }
 
 export type Server = { url: string; pid: number; child: ChildProcess; output: () => string; stop: () => Promise<void> };
