@@ -1,4 +1,6 @@
 import type { DuckDBConnection } from "@duckdb/node-api";
+import { formulaSafeSql } from "../csv-formulas";
+import type { RenditionFormat } from "../data-formats";
 import { AppError, type ErrorCode } from "../errors";
 import { SPILL_LIMIT, sqlIdentifier, sqlString } from "./engine";
 import { previewRows, type Json } from "./preview-values";
@@ -18,17 +20,17 @@ export type QueryColumn = { name: string; type: string };
 /** A readable file of the order and the name the buyer knows it by (messages show the name, never the path). */
 export type QueryFile = { path: string; name: string };
 
-export type RowsInput = {
+/** A version's rows without paging: a subset's (all matching rows, in the rows' total order). */
+export type SubsetRowsInput = {
   files: QueryFile[];
   /** The version's columns, in order. */
   columns: string[];
   select: string[];
   where?: string;
-  /** Sort columns, then the key, then file order: a total order, so pages neither overlap nor skip. */
   orderBy: { column: string; descending: boolean }[];
-  limit: number;
-  offset: number;
 };
+/** A page of them: with the key and file order after the sort, pages neither overlap nor skip. */
+export type RowsInput = SubsetRowsInput & { limit: number; offset: number };
 export type RowsOutput = { columns: QueryColumn[]; rows: Json[][]; more: boolean };
 
 /** A view the SQL reads: a version's parts, or (changes) each version's change file with its number. */
@@ -43,19 +45,8 @@ export const QUERY_TASKS = {
   /** A page of a version's rows: the columns asked, the filter checked and rendered, a total order. */
   async tableRows(connection: DuckDBConnection, input: RowsInput): Promise<RowsOutput> {
     return explained(input.files, "invalid_filter", async () => {
-      const filter =
-        input.where === undefined ? "" : `WHERE ${await parsedFilter(connection, input.where, input.columns)}`;
-      const paths = `[${input.files.map((file) => sqlString(file.path)).join(", ")}]`;
-      // File order is the parts' order as given (version, then name), not their stored paths' order (random ids).
-      const order = [
-        ...input.orderBy.map(({ column, descending }) => `${sqlIdentifier(column)} ${descending ? "DESC" : "ASC"}`),
-        `list_position(${paths}, ${sqlIdentifier(PART_COLUMN)})`,
-        sqlIdentifier(ROW_COLUMN),
-      ];
-      const reader = `read_parquet(${paths}, filename = ${sqlString(PART_COLUMN)}, file_row_number = true)`;
       const result = await connection.runAndReadAll(
-        `SELECT ${input.select.map(sqlIdentifier).join(", ")} FROM ${reader} ${filter}
-         ORDER BY ${order.join(", ")} LIMIT ${input.limit + 1} OFFSET ${input.offset}`,
+        `${await orderedRowsSql(connection, input)} LIMIT ${input.limit + 1} OFFSET ${input.offset}`,
       );
       const columns = columnsOf(result);
       const rows = result.getRowsJson() as Json[][];
@@ -70,6 +61,42 @@ export const QUERY_TASKS = {
     });
   },
 
+  /**
+   * Whether a subset's query binds (its filter checked, its types agreeing) without reading a row:
+   * what the subset request refuses at once, before a job is queued.
+   */
+  async subsetCheck(connection: DuckDBConnection, input: SubsetRowsInput): Promise<{ columns: QueryColumn[] }> {
+    return explained(input.files, "invalid_filter", async () => {
+      const result = await connection.runAndReadAll(`${await orderedRowsSql(connection, input)} LIMIT 0`);
+      return { columns: columnsOf(result) };
+    });
+  },
+
+  /**
+   * Every matching row of a version in the rows' total order, written into `target` (in the task's
+   * own directory) as Parquet (zstd), CSV (a header, text formulas made inert as in the CSV
+   * renditions) or JSON Lines. Answers the rows written.
+   */
+  async tableSubset(
+    connection: DuckDBConnection,
+    input: SubsetRowsInput & { format: RenditionFormat; target: string },
+  ): Promise<{ rows: number }> {
+    return explained(input.files, "invalid_filter", async () => {
+      const rows = await orderedRowsSql(connection, input);
+      const types = columnsOf(await connection.runAndReadAll(`${rows} LIMIT 0`));
+      const select = types.map(({ name, type }) =>
+        input.format === "csv" && type === "VARCHAR"
+          ? `${formulaSafeSql(sqlIdentifier(name))} AS ${sqlIdentifier(name)}`
+          : sqlIdentifier(name),
+      );
+      // The inner query keeps the total order; COPY keeps its rows' order (preserve_insertion_order).
+      const written = await connection.runAndReadAll(
+        `COPY (SELECT ${select.join(", ")} FROM (${rows})) TO ${sqlString(input.target)} (${SUBSET_COPY_OPTIONS[input.format]})`,
+      );
+      return { rows: Number(written.getRowsJson()[0]?.[0] ?? 0) };
+    });
+  },
+
   /** The tables a query reads (its checked parse), so the server can make their files readable. */
   async sqlTables(connection: DuckDBConnection, input: { sql: string }): Promise<{ tables: string[] }> {
     const { tables } = checkSelect(await serialized(connection, input.sql), input.sql);
@@ -77,24 +104,9 @@ export const QUERY_TASKS = {
   },
 
   /** The query, checked again, over views of the order's tables; at most `limit` rows, streamed. */
-  async orderSql(
-    connection: DuckDBConnection,
-    input: { sql: string; views: SqlView[]; limit: number },
-  ): Promise<SqlOutput> {
-    const files = input.views.flatMap((view) => [...view.files, ...(view.changes ?? []).map(({ file }) => file)]);
-    return explained(files, "invalid_sql", async () => {
-      const parsed = await serialized(connection, input.sql);
-      checkSelect(parsed, input.sql);
-      for (const view of input.views)
-        await connection.run(`CREATE TEMP VIEW ${sqlIdentifier(view.name)} AS ${viewSql(view)}`);
-      // What runs is DuckDB's rendering of the checked parse (no comment, no second statement). The
-      // parse goes from serializer to deserializer inside DuckDB: through JavaScript's numbers, its
-      // 64-bit fields (locations, big literals) would not survive.
-      const rendered = await connection.runAndReadAll("SELECT json_deserialize_sql(json_serialize_sql($1::VARCHAR))", [
-        input.sql,
-      ]);
-      const sql = String(rendered.getRowsJson()[0]?.[0] ?? "");
-      const result = await connection.streamAndReadUntil(sql, input.limit + 1);
+  async orderSql(connection: DuckDBConnection, input: SqlInput): Promise<SqlOutput> {
+    return explained(viewFiles(input.views), "invalid_sql", async () => {
+      const result = await connection.streamAndReadUntil(await checkedSql(connection, input), input.limit + 1);
       const columns = columnsOf(result);
       const rows = (result.getRowsJson() as Json[][]).slice(0, input.limit + 1);
       return {
@@ -107,7 +119,73 @@ export const QUERY_TASKS = {
       };
     });
   },
+
+  /**
+   * The query's first `limit` rows written by DuckDB as Parquet (zstd) into `target`, in the task's
+   * own directory: the Query page's result as a file, with the columns' own types.
+   */
+  async orderSqlParquet(
+    connection: DuckDBConnection,
+    input: SqlInput & { target: string },
+  ): Promise<{ truncated: boolean }> {
+    return explained(viewFiles(input.views), "invalid_sql", async () => {
+      const sql = await checkedSql(connection, input);
+      // One run of the query, kept in memory (at most limit + 1 rows) in the order it answered.
+      await connection.run(`CREATE TEMP TABLE ${RESULT_TABLE} AS SELECT * FROM (${sql}) LIMIT ${input.limit + 1}`);
+      const counted = await connection.runAndReadAll(`SELECT count(*) FROM ${RESULT_TABLE}`);
+      await connection.run(
+        `COPY (SELECT * FROM ${RESULT_TABLE} LIMIT ${input.limit}) TO ${sqlString(input.target)} (${SUBSET_COPY_OPTIONS.parquet})`,
+      );
+      return { truncated: Number(counted.getRowsJson()[0]?.[0] ?? 0) > input.limit };
+    });
+  },
 };
+
+type SqlInput = { sql: string; views: SqlView[]; limit: number };
+/** A name no view of the order can take (table names are lower-case letters, digits and `_`, starting with a letter). */
+const RESULT_TABLE = '"__query result"';
+
+const viewFiles = (views: SqlView[]) =>
+  views.flatMap((view) => [...view.files, ...(view.changes ?? []).map(({ file }) => file)]);
+
+/**
+ * The query checked again (./sql-check.ts) with its views made, as what runs: DuckDB's rendering of
+ * the checked parse (no comment, no second statement). The parse goes from serializer to
+ * deserializer inside DuckDB: through JavaScript's numbers, its 64-bit fields (locations, big
+ * literals) would not survive.
+ */
+async function checkedSql(connection: DuckDBConnection, input: SqlInput): Promise<string> {
+  checkSelect(await serialized(connection, input.sql), input.sql);
+  for (const view of input.views)
+    await connection.run(`CREATE TEMP VIEW ${sqlIdentifier(view.name)} AS ${viewSql(view)}`);
+  const rendered = await connection.runAndReadAll("SELECT json_deserialize_sql(json_serialize_sql($1::VARCHAR))", [
+    input.sql,
+  ]);
+  return String(rendered.getRowsJson()[0]?.[0] ?? "");
+}
+
+const SUBSET_COPY_OPTIONS: Record<RenditionFormat, string> = {
+  parquet: "FORMAT parquet, COMPRESSION zstd",
+  csv: "FORMAT csv, HEADER true",
+  jsonl: "FORMAT json",
+};
+
+/**
+ * The SELECT of a version's rows: the asked columns, the checked filter, ordered by the asked sort,
+ * then the parts' order as given (version, then name, not their stored paths' random ids), then
+ * each row's position in its part: a total order.
+ */
+async function orderedRowsSql(connection: DuckDBConnection, input: SubsetRowsInput): Promise<string> {
+  const filter = input.where === undefined ? "" : `WHERE ${await parsedFilter(connection, input.where, input.columns)}`;
+  const paths = `[${input.files.map((file) => sqlString(file.path)).join(", ")}]`;
+  const order = [
+    ...input.orderBy.map(({ column, descending }) => `${sqlIdentifier(column)} ${descending ? "DESC" : "ASC"}`),
+    `list_position(${paths}, ${sqlIdentifier(PART_COLUMN)})`,
+    sqlIdentifier(ROW_COLUMN),
+  ];
+  const reader = `read_parquet(${paths}, filename = ${sqlString(PART_COLUMN)}, file_row_number = true)`;
+  return `SELECT ${input.select.map(sqlIdentifier).join(", ")} FROM ${reader} ${filter} ORDER BY ${order.join(", ")}`;
+}
 
 function viewSql(view: SqlView): string {
   if (!view.changes)
