@@ -18,20 +18,29 @@ export function queryTimeLimitMs(): number {
  * directory of its own (its spill) removed afterwards. An engine process killed under it (past the
  * time limit and the grace, over the memory cap) is the buyer's 422; one that crashed, a 400 naming it.
  */
-export async function runBuyerQuery<Name extends EngineTaskName>(
+export function runBuyerQuery<Name extends EngineTaskName>(
+  buyerId: string,
+  task: Name,
+  input: EngineTaskInput<Name>,
+  files: QueryFile[],
+): Promise<EngineTaskOutput<Name>> {
+  return withTempDir((directory) => runBuyerQueryIn(directory, buyerId, task, input, files));
+}
+
+/** runBuyerQuery in `directory`, the one place the task may write (a file it makes is read there after). */
+export async function runBuyerQueryIn<Name extends EngineTaskName>(
+  directory: string,
   buyerId: string,
   task: Name,
   input: EngineTaskInput<Name>,
   files: QueryFile[],
 ): Promise<EngineTaskOutput<Name>> {
   try {
-    return await withTempDir((directory) =>
-      runQueryTask(
-        task,
-        input,
-        { directory, readable: files.map((file) => file.path), timeLimitMs: queryTimeLimitMs() },
-        buyerId,
-      ),
+    return await runQueryTask(
+      task,
+      input,
+      { directory, readable: files.map((file) => file.path), timeLimitMs: queryTimeLimitMs() },
+      buyerId,
     );
   } catch (error) {
     if (!(error instanceof EngineProcessEnded)) throw error;
@@ -42,7 +51,7 @@ export async function runBuyerQuery<Name extends EngineTaskName>(
       );
     }
     throw new AppError(
-      task === "orderSql" || task === "sqlTables" ? "invalid_sql" : "invalid_filter",
+      task === "orderSql" || task === "orderSqlParquet" || task === "sqlTables" ? "invalid_sql" : "invalid_filter",
       `The data engine stopped on this query (${error.exit.signal ?? `exit code ${error.exit.code}`}): simplify it.`,
     );
   }

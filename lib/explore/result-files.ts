@@ -5,8 +5,8 @@ import type { Json } from "../engine/preview-values";
 export const SQL_MAX_LENGTH = 8000;
 export const SQL_PAGE_LIMIT = 1000;
 
-/** The formats a Query page result downloads as. */
-export const RESULT_FORMATS = ["csv", "json"] as const;
+/** The formats a Query page result downloads as (Parquet is written by DuckDB in the engine: lib/explore/sql.ts). */
+export const RESULT_FORMATS = ["csv", "json", "parquet"] as const;
 export type ResultFormat = (typeof RESULT_FORMATS)[number];
 
 type Result = { columns: { name: string }[]; rows: Json[][]; truncated: boolean };
@@ -16,7 +16,10 @@ type Result = { columns: { name: string }[]; rows: Json[][]; truncated: boolean 
  * formula-safe as in the CSV renditions; null an empty cell, a nested value its JSON) or JSON
  * (one object per row under `rows`, with `columns` and `truncated`).
  */
-export function resultFile(result: Result, format: ResultFormat): { body: string; contentType: string } {
+export function resultFile(
+  result: Result,
+  format: Exclude<ResultFormat, "parquet">,
+): { body: string; contentType: string } {
   if (format === "json") {
     const rows = result.rows.map((row) =>
       Object.fromEntries(result.columns.map((column, at) => [column.name, row[at]])),

@@ -1,10 +1,13 @@
-import type { QueryColumn, SqlView } from "../engine/query-tasks";
+import { promises as fs } from "node:fs";
+import path from "node:path";
+import { withTempDir } from "../engine/engine";
+import type { QueryColumn, QueryFile, SqlView } from "../engine/query-tasks";
 import type { Json } from "../engine/preview-values";
 import { SQL_MAX_CHARS } from "../engine/sql-check";
 import { parenthesisDepth, WHERE_MAX_DEPTH } from "../engine/where-filter";
 import { AppError } from "../errors";
 import { versionNotFound } from "../tables/queries";
-import { runBuyerQuery } from "./engine-run";
+import { runBuyerQuery, runBuyerQueryIn } from "./engine-run";
 import { changeFiles, deliveredOrderTables, keptVersion, versionFiles, type OrderTable } from "./files";
 
 /**
@@ -17,12 +20,34 @@ import { changeFiles, deliveredOrderTables, keptVersion, versionFiles, type Orde
 
 export type SqlAnswer = { columns: QueryColumn[]; rows: Json[][]; truncated: boolean };
 
-export async function runOrderSql(input: {
-  buyerId: string;
-  orderId: string;
-  sql: string;
-  limit: number;
-}): Promise<SqlAnswer> {
+type SqlRequest = { buyerId: string; orderId: string; sql: string; limit: number };
+
+export async function runOrderSql(input: SqlRequest): Promise<SqlAnswer> {
+  const { views, files } = await viewsOfQuery(input);
+  return runBuyerQuery(input.buyerId, "orderSql", { sql: input.sql, views, limit: input.limit }, files);
+}
+
+/**
+ * The query's first `limit` rows as a Parquet file written by DuckDB in the engine (the Query page's
+ * download), with the same checks; `truncated` says more rows exist.
+ */
+export async function orderSqlParquet(input: SqlRequest): Promise<{ body: Buffer; truncated: boolean }> {
+  const { views, files } = await viewsOfQuery(input);
+  return withTempDir(async (directory) => {
+    const target = path.join(directory, "result.parquet");
+    const { truncated } = await runBuyerQueryIn(
+      directory,
+      input.buyerId,
+      "orderSqlParquet",
+      { sql: input.sql, views, limit: input.limit, target },
+      files,
+    );
+    return { body: await fs.readFile(target), truncated };
+  });
+}
+
+/** The views the query reads, each a table of the order, and the files they may read. */
+async function viewsOfQuery(input: SqlRequest): Promise<{ views: SqlView[]; files: QueryFile[] }> {
   if (input.sql.trim() === "") throw new AppError("invalid_sql", "q: the query is empty.");
   if (input.sql.length > SQL_MAX_CHARS) {
     throw new AppError(
@@ -39,7 +64,7 @@ export async function runOrderSql(input: {
   const distinct = [...new Map(named.map((name) => [name.toLowerCase(), name])).values()];
   const views = await Promise.all(distinct.map((name) => viewOf(tables, name)));
   const files = views.flatMap((view) => [...view.files, ...(view.changes ?? []).map(({ file }) => file)]);
-  return runBuyerQuery(input.buyerId, "orderSql", { sql: input.sql, views, limit: input.limit }, files);
+  return { views, files };
 }
 
 const VIEW_NAME = /^(.+?)(?:@(\d{1,9}|changes))?$/i;

@@ -161,6 +161,9 @@ function QueryResultView({
         <Button type="submit" tone="secondary" size="sm" name="format" value="json">
           JSON
         </Button>
+        <Button type="submit" tone="secondary" size="sm" name="format" value="parquet">
+          Parquet
+        </Button>
       </form>
     </section>
   );

@@ -1,6 +1,8 @@
 import { currentBuyer } from "@/lib/auth/session";
 import { RESULT_FORMATS, resultFile, SQL_MAX_LENGTH, SQL_PAGE_LIMIT } from "@/lib/explore/result-files";
 import { browserSql } from "@/lib/http/browser-explore";
+import { browserSqlParquet } from "@/lib/http/browser-query-file";
+import { RENDITION_CONTENT_TYPES } from "@/lib/data-formats";
 import { publicOrigin } from "@/lib/site";
 
 const plain = (status: number, message: string) =>
@@ -14,7 +16,7 @@ const REFUSAL_STATUS: Record<string, number> = { order_not_found: 404, order_not
 
 /**
  * The Query page's download: the signed-in buyer's query on their order, run again with the
- * largest limit (SQL_PAGE_LIMIT rows), as CSV or JSON. A form POST (the text may be 8,000
+ * largest limit (SQL_PAGE_LIMIT rows), as CSV, JSON or Parquet (written by DuckDB, with the columns' types). A form POST (the text may be 8,000
  * characters, too long for a URL): the session cookie is SameSite=Lax, so another site's form
  * arrives without it, and a foreign Origin is refused besides.
  */
@@ -32,16 +34,26 @@ export async function POST(request: Request, { params }: { params: Promise<{ id:
       400,
       `Send one query of at most ${SQL_MAX_LENGTH} characters and a format: ${RESULT_FORMATS.join(", ")}.`,
     );
-  const answer = await browserSql({ buyerId: buyer.id, orderId: id }, sql, SQL_PAGE_LIMIT);
+  const target = { buyerId: buyer.id, orderId: id };
+  if (format === "parquet") {
+    const written = await browserSqlParquet(target, sql, SQL_PAGE_LIMIT);
+    if (!written.ok) return plain(REFUSAL_STATUS[written.code] ?? 400, written.error);
+    return download(new Uint8Array(written.body), RENDITION_CONTENT_TYPES.parquet, format, written.truncated);
+  }
+  const answer = await browserSql(target, sql, SQL_PAGE_LIMIT);
   if (!answer.ok) return plain(REFUSAL_STATUS[answer.code ?? ""] ?? 400, answer.error);
   const file = resultFile(answer.result, format);
-  return new Response(file.body, {
+  return download(file.body, file.contentType, format, answer.result.truncated);
+}
+
+function download(body: BodyInit, contentType: string, format: string, truncated: boolean): Response {
+  return new Response(body, {
     headers: {
-      "Content-Type": file.contentType,
+      "Content-Type": contentType,
       "Content-Disposition": `attachment; filename="query-result.${format}"`,
       "Cache-Control": "private, no-store",
       // Whether rows past the SQL_PAGE_LIMIT were left out.
-      "X-Result-Truncated": String(answer.result.truncated),
+      "X-Result-Truncated": String(truncated),
     },
   });
 }
