@@ -59,3 +59,7 @@ export function renditionName(originalName: string, format: RenditionFormat): st
 export function isOwnFormat(own: FileFormat, format: RenditionFormat): boolean {
   return own === format;
 }
+
+/** A table subset's download name: `products-v3-subset.csv`. */
+export const subsetName = (table: string, version: number, format: RenditionFormat) =>
+  `${table}-v${version}-subset.${format}`;

@@ -1,6 +1,6 @@
 import { DOWNLOAD_LINK_TTL_SECONDS } from "../contract";
 import { db } from "../db/client";
-import { RENDITION_CONTENT_TYPES, RENDITION_FORMATS, renditionName } from "../data-formats";
+import { RENDITION_CONTENT_TYPES, RENDITION_FORMATS, renditionName, subsetName } from "../data-formats";
 import { AppError } from "../errors";
 import { isTypedId } from "../ids";
 import { countDownloadRedirect } from "../metrics";
@@ -64,11 +64,12 @@ export async function linkedObject(token: string, now: Date): Promise<LinkedObje
 }
 
 /**
- * What a link's id names: a file (`fil_…`) or one of its renditions (`fil_….parquet`), with what
+ * What a link's id names: a file (`fil_…`), one of its renditions (`fil_….parquet`) or a table subset (`sub_…`), with what
  * serving it needs. Only this server signs ids, but a malformed one must never reach PostgreSQL
  * (a NUL byte is an error there).
  */
 async function servedObject(servedId: string) {
+  if (servedId.startsWith("sub_")) return servedSubset(servedId);
   const [fileId = "", format, ...rest] = servedId.split(".");
   const rendition = format === undefined ? undefined : RENDITION_FORMATS.find((known) => known === format);
   if (!isTypedId("fil", fileId) || rest.length > 0 || (format !== undefined && !rendition)) {
@@ -106,5 +107,37 @@ async function servedObject(servedId: string) {
     size: made.size,
     sha256: made.sha256,
     createdAt: made.updatedAt,
+  };
+}
+
+/** A ready table subset (lib/explore/subsets.ts) as a link serves it; gone once swept. */
+async function servedSubset(subsetId: string) {
+  if (!isTypedId("sub", subsetId)) throw new AppError("file_not_found", "This file no longer exists.");
+  const subset = await db().tableSubset.findUnique({
+    where: { id: subsetId },
+    select: {
+      format: true,
+      version: true,
+      status: true,
+      storageKey: true,
+      size: true,
+      sha256: true,
+      createdAt: true,
+      table: { select: { name: true } },
+      order: { select: { id: true, status: true } },
+    },
+  });
+  if (subset?.status !== "ready" || !subset.storageKey || subset.size === null || !subset.sha256) {
+    throw new AppError("file_not_found", "This subset no longer exists: ask for it again.");
+  }
+  return {
+    id: subsetId,
+    name: subsetName(subset.table.name, subset.version, subset.format),
+    contentType: RENDITION_CONTENT_TYPES[subset.format],
+    storageKey: subset.storageKey,
+    size: subset.size,
+    sha256: subset.sha256,
+    createdAt: subset.createdAt,
+    order: subset.order,
   };
 }

@@ -7,14 +7,17 @@ import { continuePublicationOf, handlePublicationJob, sweepPublications } from "
 import { handleDeliveryJob, requeueStrandedMessages } from "../webhooks/deliver";
 import { exportConcurrency } from "../exports/fairness";
 import { handleExportJob, requeueStrandedRuns } from "../exports/runs";
+import { handleSubsetJob, sweepSubsets } from "../explore/subset-job";
 import { QUEUES, sendJob, startWorker } from "../queue";
 
 /** Every few minutes by default; KEY_LIFECYCLE_CRON (a cron expression, UTC) overrides it. */
 const DEFAULT_KEY_LIFECYCLE_CRON = "*/5 * * * *";
+/** Subsets are kept 24 hours: an hourly sweep removes each within the hour after; SUBSET_SWEEP_CRON overrides it. */
+const DEFAULT_SUBSET_SWEEP_CRON = "17 * * * *";
 
 /**
  * The worker of this application's jobs: webhook deliveries (and a sweep for stranded ones each minute), the key lifecycle (on a cron, and
- * once at start), file profiles, export runs (and their sweep) and notice e-mails. Run inside the app's process unless JOBS_WORKER=off, or on
+ * once at start), file profiles, table subsets (and their hourly sweep, once at start too), export runs (and their sweep) and notice e-mails. Run inside the app's process unless JOBS_WORKER=off, or on
  * its own with `npm run worker`; any number may run against one database.
  */
 export async function startJobWorker(): Promise<() => Promise<void>> {
@@ -44,6 +47,10 @@ export async function startJobWorker(): Promise<() => Promise<void>> {
       [QUEUES.exportSweep]: async () => {
         await requeueStrandedRuns();
       },
+      [QUEUES.tableSubset]: handleSubsetJob,
+      [QUEUES.tableSubsetSweep]: async () => {
+        await sweepSubsets();
+      },
       [QUEUES.mail]: async (data) => {
         const { to, subject, text } = data as { to: string; subject: string; text: string };
         await deliverNoticeMail({ to, subject, text });
@@ -54,6 +61,7 @@ export async function startJobWorker(): Promise<() => Promise<void>> {
       [QUEUES.webhookSweep]: "* * * * *",
       [QUEUES.tablePublicationSweep]: "*/5 * * * *",
       [QUEUES.exportSweep]: "* * * * *",
+      [QUEUES.tableSubsetSweep]: process.env.SUBSET_SWEEP_CRON || DEFAULT_SUBSET_SWEEP_CRON,
     },
     concurrency: Math.max(1, Number(process.env.JOBS_CONCURRENCY) || 100),
     // Exports apart from the other jobs: a 100 GB copy holds one of these, never a webhook delivery.
@@ -68,7 +76,13 @@ export async function startJobWorker(): Promise<() => Promise<void>> {
   await sendJob(QUEUES.tablePublicationSweep, {}).catch((error: unknown) =>
     logger().warn({ ...errorFields(error) }, "publication sweep: first run not queued"),
   );
-  logger().info("Job worker started (webhooks, key lifecycle, file profiles, table versions, exports, e-mail).");
+  // Subsets past their time while no worker ran go now, not at the next sweep.
+  await sendJob(QUEUES.tableSubsetSweep, {}).catch((error: unknown) =>
+    logger().warn({ ...errorFields(error) }, "subset sweep: first run not queued"),
+  );
+  logger().info(
+    "Job worker started (webhooks, key lifecycle, file profiles, table versions, subsets, exports, e-mail).",
+  );
   // Jobs in hand finish first; then the engine processes they used go.
   return () => stop().finally(closeEnginePool);
 }

@@ -32,6 +32,10 @@ export const QUEUES = {
   exportRun: "export-run",
   /** Queue again the export runs whose job is gone or whose worker died (every minute). */
   exportSweep: "export-sweep",
+  /** Make one subset of a table version (lib/explore/subset-job.ts). */
+  tableSubset: "table-subset",
+  /** Remove the subsets past their 24 hours, objects and rows; fail those whose job was lost (hourly). */
+  tableSubsetSweep: "table-subset-sweep",
 } as const;
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
 
@@ -75,6 +79,9 @@ const QUEUE_OPTIONS: Record<QueueName, PgBoss.Queue> = {
     retryBackoff: true,
   },
   [QUEUES.exportSweep]: { name: QUEUES.exportSweep, expireInSeconds: 60, retryLimit: 0 },
+  // The engine's time is bounded (DATASET_SUBSET_SECONDS); the rest is the copy to the store. Retries are for the store or the database.
+  [QUEUES.tableSubset]: { name: QUEUES.tableSubset, expireInSeconds: 3600, retryLimit: 2, retryDelay: 30 },
+  [QUEUES.tableSubsetSweep]: { name: QUEUES.tableSubsetSweep, expireInSeconds: 600, retryLimit: 0 },
 };
 
 const START_ATTEMPTS = 5;
@@ -229,4 +236,9 @@ export async function startWorker({
 }
 
 const DELIVERY_LOOPS = 4;
-const DATASET_QUEUES = new Set<QueueName>([QUEUES.datasetProfile, QUEUES.datasetRendition, QUEUES.tablePublication]);
+const DATASET_QUEUES = new Set<QueueName>([
+  QUEUES.datasetProfile,
+  QUEUES.datasetRendition,
+  QUEUES.tablePublication,
+  QUEUES.tableSubset,
+]);

@@ -1,0 +1,173 @@
+import { createReadStream } from "node:fs";
+import path from "node:path";
+import { now } from "../clock";
+import { sqlQuery } from "../db/client";
+import { RENDITION_CONTENT_TYPES, type RenditionFormat } from "../data-formats";
+import { withTempDir } from "../engine/engine";
+import { EngineProcessEnded, runEngineTask } from "../engine/engine-pool";
+import { AppError } from "../errors";
+import { errorFields, logger } from "../log";
+import { notDelivered } from "../orders/queries";
+import type { OrderStatus } from "../schemas/order-status";
+import { driverOf, fileStorage, localStorage } from "../storage";
+import { S3Storage } from "../storage/s3";
+import { versionNotFound } from "../tables/queries";
+import { versionFiles, type OrderTable } from "./files";
+
+/**
+ * The subset's job (./subsets.ts): every matching row of the version written by DuckDB in one of the
+ * worker's engine processes, under the query sandbox's rules (it reads only the version's parts of
+ * that order and writes only its own temporary directory), within DATASET_SUBSET_SECONDS of engine
+ * time, then stored through the storage driver. What the query itself could not do (its time, its
+ * memory, a value DuckDB refused) fails the subset with the error the buyer is then answered with;
+ * a store or database away throws, and the job is tried again. The sweep removes subsets past their
+ * time, object then row, and fails those whose job was lost.
+ */
+
+/** Engine time a subset may use (`DATASET_SUBSET_SECONDS`, default 600): a background job, but bounded. */
+export function subsetTimeLimitMs(): number {
+  const seconds = Number(process.env.DATASET_SUBSET_SECONDS || 600);
+  if (!Number.isFinite(seconds) || seconds <= 0) {
+    throw new Error(`DATASET_SUBSET_SECONDS must be a positive number, got "${process.env.DATASET_SUBSET_SECONDS}".`);
+  }
+  return seconds * 1000;
+}
+
+/** A subset still pending this long after it was asked for lost its job (the job's expiry and retries are within it). */
+const LOST_AFTER_MS = 4 * 3600_000;
+
+type Subset = {
+  id: string;
+  orderId: string;
+  orderStatus: OrderStatus;
+  table: OrderTable;
+  version: number;
+  kept: boolean;
+  versionColumns: string[];
+  columns: string[];
+  where: string | null;
+  format: RenditionFormat;
+  status: string;
+};
+
+export async function handleSubsetJob(data: Record<string, unknown>): Promise<void> {
+  if (typeof data.subsetId === "string") await makeSubset(data.subsetId);
+}
+
+/** Makes one pending subset: ready with its stored object, or failed with the buyer's error. */
+export async function makeSubset(subsetId: string): Promise<"ready" | "failed" | "skipped"> {
+  const [subset] = await sqlQuery<Subset>(
+    `SELECT s.id, s.order_id AS "orderId", o.status AS "orderStatus", s.version, s.columns, s."where", s.format, s.status,
+       json_build_object('id', t.id, 'name', t.name, 'mode', t.mode, 'key', t.key, 'currentVersion', t.current_version) AS "table",
+       v.version IS NOT NULL AS kept,
+       coalesce((SELECT json_agg(c->>'name') FROM jsonb_array_elements(v.columns) c), '[]') AS "versionColumns"
+     FROM table_subsets s JOIN orders o ON o.id = s.order_id JOIN order_tables t ON t.id = s.table_id
+     LEFT JOIN table_versions v ON v.table_id = t.id AND v.version = s.version AND v.pruned_at IS NULL
+     WHERE s.id = $1`,
+    [subsetId],
+  );
+  if (!subset || subset.status !== "pending") return "skipped";
+  let stored;
+  try {
+    if (subset.orderStatus !== "delivered") throw notDelivered(subset.orderId, subset.orderStatus);
+    if (!subset.kept) throw versionNotFound(subset.table.name, subset.version);
+    stored = await writeSubset(subset);
+  } catch (error) {
+    const failure = failureOf(error);
+    if (!failure) throw error;
+    logger().info({ subsetId, code: failure.code }, "subset failed");
+    await sqlQuery(
+      `UPDATE table_subsets SET status = 'failed', error_code = $2, error = $3 WHERE id = $1 AND status = 'pending'`,
+      [subsetId, failure.code, failure.detail],
+    );
+    return "failed";
+  }
+  const updated = await sqlQuery(
+    `UPDATE table_subsets SET status = 'ready', storage_key = $2, size = $3, sha256 = $4, rows = $5
+     WHERE id = $1 AND status = 'pending' RETURNING id`,
+    [subsetId, stored.key, stored.size, stored.sha256, stored.rows],
+  );
+  // Swept or made by another run meanwhile: this copy has no row to serve it.
+  if (updated.length === 0) await removeObject(stored.key, subsetId);
+  return updated.length ? "ready" : "skipped";
+}
+
+async function writeSubset(subset: Subset) {
+  const files = await versionFiles(subset.table, subset.version);
+  return withTempDir(async (directory) => {
+    const target = path.join(directory, `subset.${subset.format}`);
+    const input = {
+      files,
+      columns: subset.versionColumns,
+      select: subset.columns,
+      where: subset.where ?? undefined,
+      orderBy: subset.table.key.map((column) => ({ column, descending: false })),
+      format: subset.format,
+      target,
+    };
+    const readable = files.map((file) => file.path);
+    const { rows } = await runEngineTask("tableSubset", input, {
+      directory,
+      readable,
+      timeLimitMs: subsetTimeLimitMs(),
+    });
+    const stored = await fileStorage().put(createReadStream(target), subset.orderId, {
+      contentType: RENDITION_CONTENT_TYPES[subset.format],
+    });
+    return { ...stored, rows };
+  });
+}
+
+/** The buyer's error for what the query could not do; undefined for what a retry may fix. */
+function failureOf(error: unknown): { code: string; detail: string } | undefined {
+  const limit = `${Math.round(subsetTimeLimitMs() / 1000)} seconds`;
+  const narrow = "narrow it (a filter, fewer columns) and ask again.";
+  if (error instanceof EngineProcessEnded) {
+    return error.reason === "crashed"
+      ? { code: "invalid_filter", detail: `The data engine stopped on this subset: ${narrow}` }
+      : {
+          code: "query_timeout",
+          detail: `The subset needed more than ${limit} of engine time or more memory: ${narrow}`,
+        };
+  }
+  if (!(error instanceof AppError) || error.code === "rendition_pending") return undefined;
+  if (error.code === "query_timeout")
+    return {
+      code: error.code,
+      detail: `The subset needed more than ${limit} of engine time, memory or spill: ${narrow}`,
+    };
+  return { code: error.code, detail: error.message };
+}
+
+/** Subsets past their time go, object then row; pending ones whose job was lost are failed (asking again remakes them). */
+export async function sweepSubsets(at: Date = now()): Promise<{ removed: number; lost: number }> {
+  const expired = await sqlQuery<{ id: string; storageKey: string | null }>(
+    `SELECT id, storage_key AS "storageKey" FROM table_subsets WHERE expires_at <= $1 ORDER BY expires_at LIMIT 1000`,
+    [at],
+  );
+  let removed = 0;
+  for (const subset of expired) {
+    if (subset.storageKey && !(await removeObject(subset.storageKey, subset.id))) continue;
+    await sqlQuery(`DELETE FROM table_subsets WHERE id = $1`, [subset.id]);
+    removed++;
+  }
+  const lost = await sqlQuery(
+    `UPDATE table_subsets SET status = 'failed', error_code = 'query_timeout',
+       error = 'The subset could not be made in time (its job was lost): ask again to make it anew.'
+     WHERE status = 'pending' AND created_at < $1 RETURNING id`,
+    [new Date(at.getTime() - LOST_AFTER_MS)],
+  );
+  return { removed, lost: lost.length };
+}
+
+/** Removes a subset's stored object; false (logged) when the store could not, so the row stays for the next sweep. */
+async function removeObject(location: string, subsetId: string): Promise<boolean> {
+  try {
+    // Where the object is, whichever driver new files go to now.
+    await (driverOf(location) === "s3" ? new S3Storage() : localStorage()).delete(location);
+    return true;
+  } catch (error) {
+    logger().warn({ subsetId, ...errorFields(error) }, "subset object not removed");
+    return false;
+  }
+}

@@ -1,0 +1,121 @@
+import { createHash } from "node:crypto";
+import { now } from "../clock";
+import { sqlQuery } from "../db/client";
+import { RENDITION_CONTENT_TYPES, subsetName, type RenditionFormat } from "../data-formats";
+import { lexFilter } from "../engine/where-filter";
+import { AppError, type ErrorCode } from "../errors";
+import { jobTransaction, QUEUES, sendJob } from "../queue";
+import { runBuyerQuery } from "./engine-run";
+import { deliveredOrderTables, keptVersion, tableOf, versionFiles } from "./files";
+import { chosenColumns } from "./rows";
+
+/**
+ * `GET /orders/{id}/tables/{name}/subset` (contract Part 7): every matching row of a version, the
+ * columns asked, as a file (Parquet, CSV or JSON Lines) made by a job (./subset-job.ts) and kept
+ * SUBSET_KEEP_HOURS. The request is checked as rows are (same errors, the filter bound in the
+ * query pool before anything is queued); the same request (order, table, version, columns, where,
+ * format) within that time finds the same file. A subset belongs to one order: another order's
+ * identical request is another subset, and every answer first checks the buyer's order is delivered.
+ */
+
+/** How long a subset is kept and reused after it was asked for. */
+export const SUBSET_KEEP_HOURS = 24;
+/** A client asked for a subset being made: ask again after this long. */
+export const SUBSET_RETRY_AFTER_SECONDS = 5;
+
+export type SubsetRequest = {
+  buyerId: string;
+  orderId: string;
+  table: string;
+  version?: number;
+  columns?: string[];
+  where?: string;
+  format: RenditionFormat;
+};
+
+/** A ready subset, as a download serves it. */
+export type SubsetFile = { id: string; name: string; contentType: string; storageKey: string };
+
+type SubsetRow = {
+  id: string;
+  status: "pending" | "ready" | "failed";
+  storageKey: string | null;
+  errorCode: string | null;
+  error: string | null;
+};
+
+/** The ready subset for the request; else it is queued (or already being made) and answered 202 rendition_pending. */
+export async function subsetFile(request: SubsetRequest): Promise<SubsetFile> {
+  // The filter's text first: refused as it is, whatever the table.
+  if (request.where !== undefined) lexFilter(request.where);
+  const tables = await deliveredOrderTables(request.buyerId, request.orderId);
+  const table = tableOf(tables, request.orderId, request.table);
+  const version = await keptVersion(table, request.version ?? table.currentVersion);
+  const names = version.columns.map((column) => column.name);
+  const select = request.columns ? chosenColumns(request.columns, names) : names;
+  // Normalized: no columns and every column in the version's order are one request.
+  const requestKey = createHash("sha256")
+    .update(JSON.stringify([request.orderId, table.id, version.version, select, request.where ?? null, request.format]))
+    .digest("hex");
+  const name = subsetName(table.name, version.version, request.format);
+
+  const found = await liveSubset(request.orderId, requestKey);
+  if (found) return answer(found, name, request.format);
+  const input = {
+    files: await versionFiles(table, version.version),
+    columns: names,
+    select,
+    where: request.where,
+    orderBy: table.key.map((column) => ({ column, descending: false })),
+  };
+  // What rows would refuse is refused now, not after a job: the filter checked and bound, no row read.
+  await runBuyerQuery(request.buyerId, "subsetCheck", input, input.files);
+  const made = await jobTransaction(async (tx) => {
+    // Identical requests at once queue one job: the second waits here, then finds the first's row.
+    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${requestKey}, 0))`;
+    const [existing] = await tx.$queryRawUnsafe<SubsetRow[]>(LIVE_SUBSET, request.orderId, requestKey, now());
+    if (existing) return existing;
+    const created = await tx.tableSubset.create({
+      data: {
+        orderId: request.orderId,
+        tableId: table.id,
+        version: version.version,
+        columns: select,
+        where: request.where ?? null,
+        format: request.format,
+        requestKey,
+        expiresAt: new Date(now().getTime() + SUBSET_KEEP_HOURS * 3600_000),
+      },
+      select: { id: true, status: true },
+    });
+    await sendJob(QUEUES.tableSubset, { subsetId: created.id }, { tx });
+    return { ...created, storageKey: null, errorCode: null, error: null };
+  });
+  return answer(made, name, request.format);
+}
+
+const LIVE_SUBSET = `SELECT id, status, storage_key AS "storageKey", error_code AS "errorCode", error
+  FROM table_subsets WHERE order_id = $1 AND request_key = $2 AND expires_at > $3
+  ORDER BY created_at DESC LIMIT 1`;
+
+function liveSubset(orderId: string, requestKey: string): Promise<SubsetRow | undefined> {
+  return sqlQuery<SubsetRow>(LIVE_SUBSET, [orderId, requestKey, now()]).then((rows) => rows[0]);
+}
+
+/**
+ * A ready subset's file; a pending one's 202; a failed one's error, said once: the row goes, so
+ * the same request asked again makes it anew.
+ */
+async function answer(subset: SubsetRow, name: string, format: RenditionFormat): Promise<SubsetFile> {
+  if (subset.status === "ready" && subset.storageKey)
+    return { id: subset.id, name, contentType: RENDITION_CONTENT_TYPES[format], storageKey: subset.storageKey };
+  if (subset.status === "failed") {
+    await sqlQuery(`DELETE FROM table_subsets WHERE id = $1 AND status = 'failed'`, [subset.id]);
+    throw new AppError((subset.errorCode ?? "query_timeout") as ErrorCode, subset.error ?? "The subset failed.");
+  }
+  throw new AppError(
+    "rendition_pending",
+    `The subset ${name} is being made. Ask again in ${SUBSET_RETRY_AFTER_SECONDS} seconds.`,
+    { "Retry-After": String(SUBSET_RETRY_AFTER_SECONDS) },
+  );
+}
