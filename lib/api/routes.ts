@@ -26,8 +26,9 @@ import {
   versionPathSchema,
   versionSchema,
 } from "../schemas/api";
-import { rowsQuerySchema, rowsSchema, sqlQuerySchema, sqlSchema } from "../schemas/explore";
+import { rowsQuerySchema, rowsSchema, sqlQuerySchema, sqlSchema, subsetQuerySchema } from "../schemas/explore";
 import { readTableRows } from "../explore/rows";
+import { subsetFile } from "../explore/subsets";
 import { runOrderSql } from "../explore/sql";
 import { exportPathSchema, exportRunPageSchema, exportRunSchema, listExportsQuerySchema } from "../schemas/exports";
 import { qualityReportSchema } from "../schemas/quality";
@@ -259,6 +260,44 @@ export const API_ROUTES: readonly ApiRoute[] = [
         offset,
       });
       return apiJson(JSON.stringify(page));
+    },
+  }),
+  route({
+    operationId: "downloadTableSubset",
+    path: "/orders/{id}/tables/{name}/subset",
+    permission: "datasets:read",
+    summary: "Download a table's matching rows as a file",
+    description:
+      "Every row of the version that matches `where`, the columns asked, in the rows' order (the key, then the file " +
+      "order), as Parquet (default), CSV or JSON Lines. Made by a job: 202 `rendition_pending` with Retry-After while " +
+      "it is made, then 302 to a signed URL, with the rules of a file download. The same request within 24 hours " +
+      "reuses the file. Checked as rows are; a subset that could not be made answers its error once (then ask again).",
+    params: tablePathSchema,
+    query: subsetQuerySchema,
+    answer: {
+      redirect: "Redirect to the signed download URL of the subset (Location header).",
+      pending: "The subset is being made (code `rendition_pending`): ask again after Retry-After seconds.",
+    },
+    errors: [
+      ...DOWNLOAD_ERRORS,
+      "table_not_found",
+      "version_not_found",
+      "invalid_filter",
+      "unknown_column",
+      "query_timeout",
+    ],
+    handler: async ({ request, key, params, query }) => {
+      const { version, columns, where, format } = query();
+      const file = await subsetFile({
+        buyerId: key.buyerId,
+        orderId: params.id,
+        table: params.name,
+        version,
+        columns,
+        where,
+        format,
+      });
+      return redirectToDownload(request, file);
     },
   }),
   route({

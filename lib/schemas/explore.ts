@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { RENDITION_FORMATS } from "../data-formats";
 
 /**
  * The rows and SQL requests of /api/v1 (../shared/CONTRACT.md, Part 7), described once: the API's
@@ -23,24 +24,28 @@ const limit = wholeNumber("limit")
     example: "100",
   });
 
+const version = z
+  .string()
+  .regex(/^[1-9][0-9]{0,8}$/, "version must be a positive whole number")
+  .transform(Number)
+  .optional()
+  .meta({ description: "Version number; the current version when not given.", example: "3" });
+const columns = z
+  .string()
+  .optional()
+  .transform((text) => (text === undefined ? undefined : text.split(",").map((name) => name.trim())))
+  .meta({ description: "Comma-separated column names; all when not given.", example: "id,name,price" });
+const where = z.string().optional().meta({
+  description:
+    "One boolean expression over the columns (comparisons, AND/OR/NOT, IS [NOT] NULL, [NOT] IN, [NOT] BETWEEN, [NOT] LIKE/ILIKE, literals and a few functions: see docs/explore.md). At most 4,000 characters.",
+  example: "city = 'Paris' AND price < 10",
+});
+
 export const rowsQuerySchema = z
   .object({
-    version: z
-      .string()
-      .regex(/^[1-9][0-9]{0,8}$/, "version must be a positive whole number")
-      .transform(Number)
-      .optional()
-      .meta({ description: "Version number; the current version when not given.", example: "3" }),
-    columns: z
-      .string()
-      .optional()
-      .transform((text) => (text === undefined ? undefined : text.split(",").map((name) => name.trim())))
-      .meta({ description: "Comma-separated column names; all when not given.", example: "id,name,price" }),
-    where: z.string().optional().meta({
-      description:
-        "One boolean expression over the columns (comparisons, AND/OR/NOT, IS [NOT] NULL, [NOT] IN, [NOT] BETWEEN, [NOT] LIKE/ILIKE, literals and a few functions: see docs/explore.md). At most 4,000 characters.",
-      example: "city = 'Paris' AND price < 10",
-    }),
+    version,
+    columns,
+    where,
     order_by: z.string().optional().meta({
       description: "`col [asc|desc]`, comma-separated; the key columns, else file order, when not given.",
       example: "price desc",
@@ -52,6 +57,19 @@ export const rowsQuerySchema = z
       .meta({ description: "Position of the first row; use the previous page's next_offset.", example: "0" }),
   })
   .meta({ id: "RowsQuery" });
+
+export const subsetQuerySchema = z
+  .object({
+    version,
+    columns,
+    where,
+    format: z
+      .enum(RENDITION_FORMATS, { error: `format must be one of ${RENDITION_FORMATS.join(", ")}` })
+      .optional()
+      .default("parquet")
+      .meta({ description: "The file's format; parquet when not given.", example: "csv" }),
+  })
+  .meta({ id: "SubsetQuery" });
 
 const resultColumnSchema = z
   .object({

@@ -192,6 +192,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/orders/{id}/tables/{name}/subset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a table's matching rows as a file
+         * @description Every row of the version that matches `where`, the columns asked, in the rows' order (the key, then the file order), as Parquet (default), CSV or JSON Lines. Made by a job: 202 `rendition_pending` with Retry-After while it is made, then 302 to a signed URL, with the rules of a file download. The same request within 24 hours reuses the file. Checked as rows are; a subset that could not be made answers its error once (then ask again).
+         */
+        get: operations["downloadTableSubset"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/orders/{id}/sql": {
         parameters: {
             query?: never;
@@ -1921,6 +1941,181 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
+            };
+            /** @description Error codes: `invalid_request`, `invalid_filter`, `unknown_column`. */
+            400: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `missing_api_key`, `invalid_api_key`, `expired_api_key`, `revoked_api_key`. */
+            401: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `insufficient_permission`. */
+            403: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `order_not_found`, `table_not_found`, `version_not_found`. */
+            404: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `order_not_delivered`. */
+            409: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `query_timeout`. */
+            422: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `service_unavailable`. */
+            503: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    downloadTableSubset: {
+        parameters: {
+            query?: {
+                /** @description Version number; the current version when not given. */
+                version?: string;
+                /** @description Comma-separated column names; all when not given. */
+                columns?: string;
+                /** @description One boolean expression over the columns (comparisons, AND/OR/NOT, IS [NOT] NULL, [NOT] IN, [NOT] BETWEEN, [NOT] LIKE/ILIKE, literals and a few functions: see docs/explore.md). At most 4,000 characters. */
+                where?: string;
+                /** @description The file's format; parquet when not given. */
+                format?: "parquet" | "csv" | "jsonl";
+            };
+            header?: never;
+            path: {
+                /** @description Order id, as listed. */
+                id: string;
+                /** @description Table name, from the order's tables. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subset is being made (code `rendition_pending`): ask again after Retry-After seconds. */
+            202: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Redirect to the signed download URL of the subset (Location header). */
+            302: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Error codes: `invalid_request`, `invalid_filter`, `unknown_column`. */
             400: {
