@@ -3,7 +3,8 @@
  * typed_id()). Anything else cannot name a row, so it is refused before any query: a NUL byte, an
  * overlong or non-ASCII value never reaches PostgreSQL.
  */
-export type IdPrefix = "usr" | "ord" | "fil" | "key" | "shr" | "whe" | "msg" | "exd" | "exr" | "pub" | "tnt" | "qry" | "sub";
+export type IdPrefix =
+  "usr" | "ord" | "fil" | "key" | "shr" | "whe" | "msg" | "exd" | "exr" | "pub" | "tnt" | "qry" | "sub";
 
 const TYPED_ID = /^([a-z]{3})_[0-9a-f]{32}$/;
 
