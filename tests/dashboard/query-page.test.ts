@@ -1,4 +1,8 @@
+import { promises as fs } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { Readable } from "node:stream";
+import { DuckDBInstance } from "@duckdb/node-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setOrderStatus } from "../../lib/operator/orders";
 import { createShareLink, revokeShareLink } from "../../lib/share-links";
@@ -73,6 +77,24 @@ const runQuery = (cookie: string, orderId: string, sql: unknown, limit: unknown 
     cookie,
     args: [orderId, sql, limit],
   });
+
+/** A Parquet file's column names and types and its rows, read back by DuckDB in this process. */
+async function readParquet(bytes: Buffer): Promise<{ columns: string[][]; rows: unknown[][] }> {
+  const file = path.join(await fs.mkdtemp(path.join(os.tmpdir(), "query-parquet-")), "result.parquet");
+  await fs.writeFile(file, bytes);
+  const connection = await (await DuckDBInstance.create(":memory:")).connect();
+  try {
+    const described = await connection.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet('${file}')`);
+    const rows = await connection.runAndReadAll(`SELECT * FROM read_parquet('${file}')`);
+    return {
+      columns: described.getRowsJson().map((row) => [String(row[0]), String(row[1])]),
+      rows: rows.getRowsJson() as unknown[][],
+    };
+  } finally {
+    connection.closeSync();
+    await fs.rm(path.dirname(file), { recursive: true, force: true });
+  }
+}
 
 const download = (cookie: string | undefined, orderId: string, fields: Record<string, string>, origin = server.url) =>
   fetch(`${server.url}/orders/${orderId}/query/result`, {
@@ -159,7 +181,46 @@ describe("the Query page's download", { timeout: 60_000 }, () => {
     });
   });
 
+  it("is the result as Parquet written by the engine, with the columns' types, and says when rows were left out", async () => {
+    const parquet = await download(owner.cookie, owner.orderId, {
+      sql: 'SELECT price, id, name FROM "products" ORDER BY id DESC',
+      format: "parquet",
+    });
+    expect(parquet.status).toBe(200);
+    expect(parquet.headers.get("content-type")).toBe("application/vnd.apache.parquet");
+    expect(parquet.headers.get("content-disposition")).toBe('attachment; filename="query-result.parquet"');
+    expect(parquet.headers.get("x-result-truncated")).toBe("false");
+    const read = await readParquet(Buffer.from(await parquet.arrayBuffer()));
+    expect(read.columns).toEqual([
+      ["price", "DOUBLE"],
+      ["id", "BIGINT"],
+      ["name", "VARCHAR"],
+    ]);
+    expect(read.rows).toHaveLength(30);
+    expect(read.rows.slice(0, 2)).toEqual([
+      [45, "30", "Product 30"],
+      [43.5, "29", "Product 29"],
+    ]);
+    // Past the download's 1,000 rows: the first 1,000, and the header says more exist.
+    const cut = await download(owner.cookie, owner.orderId, {
+      sql: "SELECT range AS n FROM range(1500)",
+      format: "parquet",
+    });
+    expect(cut.headers.get("x-result-truncated")).toBe("true");
+    expect((await readParquet(Buffer.from(await cut.arrayBuffer()))).rows).toHaveLength(1000);
+  });
+
   it.each([
+    [
+      "a refused query as Parquet",
+      () => download(owner.cookie, owner.orderId, { sql: "COPY products TO 'x'", format: "parquet" }),
+      400,
+    ],
+    [
+      "another buyer's order as Parquet",
+      () => download(stranger.cookie, owner.orderId, { sql, format: "parquet" }),
+      404,
+    ],
     [
       "another site's form",
       () => download(owner.cookie, owner.orderId, { sql, format: "csv" }, "https://evil.example"),
