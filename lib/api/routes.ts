@@ -62,6 +62,11 @@ async function redirectToDownload(request: RouteRequest, target: Parameters<type
 }
 
 const DOWNLOAD_ERRORS: ApiErrorCode[] = ["invalid_request", "order_not_found", "order_not_delivered"];
+/** A table's rows, paged or as a subset: checked alike. */
+const ROWS_ERRORS: ApiErrorCode[] = [
+  ...DOWNLOAD_ERRORS,
+  ...(["table_not_found", "version_not_found", "invalid_filter", "unknown_column", "query_timeout"] as const),
+];
 
 export const API_ROUTES: readonly ApiRoute[] = [
   route({
@@ -237,15 +242,7 @@ export const API_ROUTES: readonly ApiRoute[] = [
     params: tablePathSchema,
     query: rowsQuerySchema,
     answer: { json: rowsSchema, description: "A page of rows." },
-    errors: [
-      ...DOWNLOAD_ERRORS,
-      "table_not_found",
-      "version_not_found",
-      "invalid_filter",
-      "unknown_column",
-      "query_timeout",
-      "rendition_pending",
-    ],
+    errors: [...ROWS_ERRORS, "rendition_pending"],
     handler: async ({ key, params, query }) => {
       const { version, columns, where, order_by, limit, offset } = query();
       const page = await readTableRows({
@@ -278,27 +275,12 @@ export const API_ROUTES: readonly ApiRoute[] = [
       redirect: "Redirect to the signed download URL of the subset (Location header).",
       pending: "The subset is being made (code `rendition_pending`): ask again after Retry-After seconds.",
     },
-    errors: [
-      ...DOWNLOAD_ERRORS,
-      "table_not_found",
-      "version_not_found",
-      "invalid_filter",
-      "unknown_column",
-      "query_timeout",
-    ],
-    handler: async ({ request, key, params, query }) => {
-      const { version, columns, where, format } = query();
-      const file = await subsetFile({
-        buyerId: key.buyerId,
-        orderId: params.id,
-        table: params.name,
-        version,
-        columns,
-        where,
-        format,
-      });
-      return redirectToDownload(request, file);
-    },
+    errors: ROWS_ERRORS,
+    handler: async ({ request, key, params, query }) =>
+      redirectToDownload(
+        request,
+        await subsetFile({ buyerId: key.buyerId, orderId: params.id, table: params.name, ...query() }),
+      ),
   }),
   route({
     operationId: "runOrderSql",
