@@ -98,7 +98,8 @@ const pool = () =>
  * (default 2), at most `DATASET_QUERY_PROCESSES_PER_ACCOUNT` (default half of them, at least 1) busy
  * with one account's queries, so one buyer cannot starve the others; at most QUERY_QUEUE_MAX wait in
  * all (then 503 with Retry-After). A query's engine time is bounded in the process (scope.timeLimitMs:
- * DuckDB is interrupted); a process that does not stop QUERY_KILL_GRACE_MS later is killed and replaced.
+ * DuckDB is interrupted); a process that does not stop `DATASET_QUERY_KILL_GRACE_SECONDS` (default 5)
+ * later is killed and replaced: some of DuckDB's work (one long function call) never looks at the interrupt.
  */
 export function runQueryTask<Name extends EngineTaskName>(
   task: Name,
@@ -108,11 +109,21 @@ export function runQueryTask<Name extends EngineTaskName>(
 ): Promise<EngineTaskOutput<Name>> {
   return queryPool().run(
     { task, input, scope },
-    { account, timeLimitMs: scope.timeLimitMs + QUERY_KILL_GRACE_MS },
+    { account, timeLimitMs: scope.timeLimitMs + queryKillGraceMs() },
   ) as Promise<EngineTaskOutput<Name>>;
 }
 
-const QUERY_KILL_GRACE_MS = 5_000;
+/** How long an interrupted query's process has to stop before it is killed (`DATASET_QUERY_KILL_GRACE_SECONDS`). */
+function queryKillGraceMs(): number {
+  const seconds = Number(process.env.DATASET_QUERY_KILL_GRACE_SECONDS || 5);
+  if (!Number.isFinite(seconds) || seconds <= 0) {
+    throw new Error(
+      `DATASET_QUERY_KILL_GRACE_SECONDS must be a positive number, got "${process.env.DATASET_QUERY_KILL_GRACE_SECONDS}".`,
+    );
+  }
+  return seconds * 1000;
+}
+
 const QUERY_QUEUE_MAX = 200;
 
 function wholeSetting(name: string, fallback: number): number {
