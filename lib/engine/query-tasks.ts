@@ -37,9 +37,11 @@ export type RowsOutput = { columns: QueryColumn[]; rows: Json[][]; more: boolean
 export type SqlView = { name: string; files: QueryFile[]; changes?: { version: number; file: QueryFile }[] };
 export type SqlOutput = { columns: QueryColumn[]; rows: Json[][]; truncated: boolean };
 
-/** Names DuckDB adds to a part's rows for the file order (the part, the row's position in it). */
-const PART_COLUMN = "__part_file";
-const ROW_COLUMN = "file_row_number";
+/**
+ * DuckDB's virtual columns of a Parquet scan that make the file order: the part's place in the list
+ * given (version, then name; not the stored paths' order, random ids) and the row's position in it.
+ */
+const FILE_ORDER_COLUMNS = ["file_index", "file_row_number"];
 
 export const QUERY_TASKS = {
   /** A page of a version's rows: the columns asked, the filter checked and rendered, a total order. */
@@ -177,14 +179,35 @@ const SUBSET_COPY_OPTIONS: Record<RenditionFormat, string> = {
  */
 async function orderedRowsSql(connection: DuckDBConnection, input: SubsetRowsInput): Promise<string> {
   const filter = input.where === undefined ? "" : `WHERE ${await parsedFilter(connection, input.where, input.columns)}`;
-  const paths = `[${input.files.map((file) => sqlString(file.path)).join(", ")}]`;
+  const { source, fileOrder } = await fileOrderedSource(connection, input);
   const order = [
     ...input.orderBy.map(({ column, descending }) => `${sqlIdentifier(column)} ${descending ? "DESC" : "ASC"}`),
-    `list_position(${paths}, ${sqlIdentifier(PART_COLUMN)})`,
-    sqlIdentifier(ROW_COLUMN),
+    ...fileOrder.map(sqlIdentifier),
   ];
-  const reader = `read_parquet(${paths}, filename = ${sqlString(PART_COLUMN)}, file_row_number = true)`;
-  return `SELECT ${input.select.map(sqlIdentifier).join(", ")} FROM ${reader} ${filter} ORDER BY ${order.join(", ")}`;
+  return `SELECT ${input.select.map(sqlIdentifier).join(", ")} FROM ${source} ${filter} ORDER BY ${order.join(", ")}`;
+}
+
+/**
+ * The parts' rows and the columns that sort them in file order. A table with a column of its own
+ * named like DuckDB's virtual ones hides them (any case: DuckDB's names ignore it); its rows are then
+ * numbered by their position in one scan of every part in turn (a positional join keeps that
+ * order), which reads every row, where the virtual columns let DuckDB skip what the filter excludes.
+ */
+async function fileOrderedSource(
+  connection: DuckDBConnection,
+  input: SubsetRowsInput,
+): Promise<{ source: string; fileOrder: string[] }> {
+  const reader = `read_parquet([${input.files.map((file) => sqlString(file.path)).join(", ")}])`;
+  const taken = new Set(input.columns.map((name) => name.toLowerCase()));
+  if (!FILE_ORDER_COLUMNS.some((name) => taken.has(name))) return { source: reader, fileOrder: FILE_ORDER_COLUMNS };
+  let position = "row_position";
+  while (taken.has(position)) position = `_${position}`;
+  const counted = await connection.runAndReadAll(`SELECT count(*) FROM ${reader}`);
+  const rows = Number(counted.getRowsJson()[0]?.[0] ?? 0);
+  return {
+    source: `${reader} POSITIONAL JOIN range(${rows}) AS positions(${sqlIdentifier(position)})`,
+    fileOrder: [position],
+  };
 }
 
 function viewSql(view: SqlView): string {
