@@ -43,7 +43,8 @@ const UNIT_BYTES: Record<string, number> = {
   gib: 1024 ** 3,
 };
 
-function sizeSetting(name: string, value: string): number {
+/** `value` in bytes, from a size such as 256MB or 1GB; the error names the setting `name`. */
+export function sizeSetting(name: string, value: string): number {
   const match = SIZE.exec(value);
   if (!match) throw new Error(`${name} must be a size such as 256MB or 1GB, got "${value}".`);
   return Number(match[1]) * UNIT_BYTES[match[2]!.toLowerCase()]!;

@@ -1,25 +1,20 @@
-import { createHash } from "node:crypto";
-import { createWriteStream, promises as fs } from "node:fs";
-import path from "node:path";
-import { pipeline } from "node:stream/promises";
 import { sqlQuery } from "../db/client";
-import { privateTempRoot } from "../engine/engine";
 import type { QueryFile } from "../engine/query-tasks";
 import { AppError } from "../errors";
 import { isTypedId } from "../ids";
 import { notDelivered, orderNotFound } from "../orders/queries";
 import type { OrderStatus } from "../schemas/order-status";
 import { driverOf, localStorage } from "../storage";
-import { readS3Object } from "../storage/s3";
 import { tableNotFound, versionNotFound } from "../tables/queries";
 import { TABLE_NAME_PATTERN } from "../tables/names";
+import { cachedCopy, type CachedSource } from "./query-cache";
 
 /**
  * What a query of an order may read, from PostgreSQL: the buyer's delivered order (another buyer's
  * is answered like a missing one; a refunded one 409 as for downloads), its tables, a version's
  * parts (their Parquet renditions; an append table's version is every kept version up to it) and
- * the change files. Files are handed to the engine as local paths: an object in S3 is copied once
- * into a private cache under the engine's temporary root (DuckDB's httpfs is not available here).
+ * the change files. Files are handed to the engine as local paths: an object in S3 is copied into
+ * the query cache (./query-cache.ts; DuckDB's httpfs is not available here).
  */
 
 export type OrderTable = {
@@ -66,8 +61,8 @@ export async function keptVersion(table: OrderTable, version: number): Promise<T
 
 /** The parts holding the version's rows (append: every kept version up to it), by version and name. */
 export async function versionFiles(table: OrderTable, version: number): Promise<QueryFile[]> {
-  const rows = await sqlQuery<{ name: string; storageKey: string }>(
-    `SELECT f.name, r.storage_key AS "storageKey"
+  const rows = await sqlQuery<{ fileId: string; name: string; storageKey: string }>(
+    `SELECT f.id AS "fileId", f.name, r.storage_key AS "storageKey"
      FROM table_versions v
      JOIN order_files f ON f.publication_id = v.publication_id
      JOIN file_renditions r ON r.file_id = f.id AND r.format = 'parquet' AND r.status = 'ready'
@@ -84,13 +79,18 @@ export async function versionFiles(table: OrderTable, version: number): Promise<
       },
     );
   }
-  return Promise.all(rows.map(async (row) => ({ name: row.name, path: await readablePath(row.storageKey) })));
+  return Promise.all(
+    rows.map(async (row) => ({
+      name: row.name,
+      path: await readablePath({ fileId: row.fileId, rendition: true }, row.storageKey),
+    })),
+  );
 }
 
 /** Each kept version's change file (version 1's: its rows as inserts), oldest first. */
 export async function changeFiles(table: OrderTable): Promise<{ version: number; file: QueryFile }[]> {
-  const rows = await sqlQuery<{ version: number; name: string; storageKey: string }>(
-    `SELECT v.version, f.name, f.storage_key AS "storageKey"
+  const rows = await sqlQuery<{ version: number; fileId: string; name: string; storageKey: string }>(
+    `SELECT v.version, f.id AS "fileId", f.name, f.storage_key AS "storageKey"
      FROM table_versions v JOIN order_files f ON f.id = v.change_file_id
      WHERE v.table_id = $1 AND v.pruned_at IS NULL ORDER BY v.version`,
     [table.id],
@@ -98,28 +98,13 @@ export async function changeFiles(table: OrderTable): Promise<{ version: number;
   return Promise.all(
     rows.map(async (row) => ({
       version: row.version,
-      file: { name: row.name, path: await readablePath(row.storageKey) },
+      file: { name: row.name, path: await readablePath({ fileId: row.fileId, rendition: false }, row.storageKey) },
     })),
   );
 }
 
 /** A local path DuckDB can read for a stored object: the file itself, or its copy in the query cache. */
-async function readablePath(location: string): Promise<string> {
-  if (driverOf(location) === "local") return localStorage().pathOf(location);
-  const cache = path.join(await privateTempRoot(), "query-cache");
-  await fs.mkdir(cache, { recursive: true, mode: 0o700 });
-  const copy = path.join(cache, `${createHash("sha256").update(location).digest("hex")}.parquet`);
-  if (
-    await fs.stat(copy).then(
-      () => true,
-      () => false,
-    )
-  )
-    return copy;
-  // Written under a name of its own, then renamed: a query never reads half a copy.
-  const partial = `${copy}.${process.pid}.${Date.now()}.part`;
-  const { body } = await readS3Object(location);
-  await pipeline(body, createWriteStream(partial, { mode: 0o600 }));
-  await fs.rename(partial, copy);
-  return copy;
+function readablePath(source: CachedSource, location: string): Promise<string> {
+  if (driverOf(location) === "local") return Promise.resolve(localStorage().pathOf(location));
+  return cachedCopy(source, location);
 }

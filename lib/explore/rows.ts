@@ -4,6 +4,7 @@ import { lexFilter, unknownColumn } from "../engine/where-filter";
 import { AppError } from "../errors";
 import { runBuyerQuery } from "./engine-run";
 import { deliveredOrderTables, keptVersion, tableOf, versionFiles } from "./files";
+import { withCachedCopies } from "./query-cache";
 
 /**
  * `GET /orders/{id}/tables/{name}/rows` (contract Part 7): a page of a version's rows, the columns
@@ -24,7 +25,11 @@ export type RowsRequest = {
 };
 export type RowsPage = { version: number; columns: QueryColumn[]; rows: Json[][]; next_offset: number | null };
 
-export async function readTableRows(request: RowsRequest): Promise<RowsPage> {
+export function readTableRows(request: RowsRequest): Promise<RowsPage> {
+  return withCachedCopies(() => pageOfRows(request));
+}
+
+async function pageOfRows(request: RowsRequest): Promise<RowsPage> {
   // The filter's text first: refused as it is, whatever the table.
   if (request.where !== undefined) lexFilter(request.where);
   const tables = await deliveredOrderTables(request.buyerId, request.orderId);

@@ -9,6 +9,7 @@ import { AppError } from "../errors";
 import { versionNotFound } from "../tables/queries";
 import { runBuyerQuery, runBuyerQueryIn } from "./engine-run";
 import { changeFiles, deliveredOrderTables, keptVersion, versionFiles, type OrderTable } from "./files";
+import { withCachedCopies } from "./query-cache";
 
 /**
  * `GET /orders/{id}/sql` (contract Part 7): one read-only SELECT over views of the order's tables:
@@ -22,18 +23,21 @@ export type SqlAnswer = { columns: QueryColumn[]; rows: Json[][]; truncated: boo
 
 type SqlRequest = { buyerId: string; orderId: string; sql: string; limit: number };
 
-export async function runOrderSql(input: SqlRequest): Promise<SqlAnswer> {
-  const { views, files } = await viewsOfQuery(input);
-  return runBuyerQuery(input.buyerId, "orderSql", { sql: input.sql, views, limit: input.limit }, files);
+export function runOrderSql(input: SqlRequest): Promise<SqlAnswer> {
+  return withCachedCopies(async () => {
+    const { views, files } = await viewsOfQuery(input);
+    return runBuyerQuery(input.buyerId, "orderSql", { sql: input.sql, views, limit: input.limit }, files);
+  });
 }
 
 /**
  * The query's first `limit` rows as a Parquet file written by DuckDB in the engine (the Query page's
  * download), with the same checks; `truncated` says more rows exist.
  */
-export async function orderSqlParquet(input: SqlRequest): Promise<{ body: Buffer; truncated: boolean }> {
-  const { views, files } = await viewsOfQuery(input);
-  return withTempDir(async (directory) => {
+export function orderSqlParquet(input: SqlRequest): Promise<{ body: Buffer; truncated: boolean }> {
+  return withCachedCopies(async () => {
+    const { views, files } = await viewsOfQuery(input);
+    return withTempDir(async (directory) => {
     const target = path.join(directory, "result.parquet");
     const { truncated } = await runBuyerQueryIn(
       directory,
@@ -43,6 +47,7 @@ export async function orderSqlParquet(input: SqlRequest): Promise<{ body: Buffer
       files,
     );
     return { body: await fs.readFile(target), truncated };
+    });
   });
 }
 
