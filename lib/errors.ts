@@ -58,7 +58,22 @@ export type ErrorCode =
   | "upload_interrupted"
   | "export_not_configured";
 
+/** Marks an AppError made by any copy of this module (see AppError's instanceof). */
+const APP_ERROR = Symbol.for("dataset-access:AppError");
+
 export class AppError extends Error {
+  /**
+   * Next.js's server bundle and the launcher (scripts/http-server.ts) each load a copy of lib/, and
+   * what one copy makes can reach the other through a value shared per process (lib/singleton.ts:
+   * the engine's query pool answers with the errors of the copy that made it): an AppError is one
+   * whichever copy made it.
+   */
+  static [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === "object" && value !== null && APP_ERROR in value;
+  }
+
+  readonly [APP_ERROR] = true;
+
   constructor(
     readonly code: ErrorCode,
     message: string,

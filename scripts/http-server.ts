@@ -16,10 +16,6 @@ import { clientIp } from "../lib/http/client-ip";
 import { CLIENT_IP_HEADER } from "../lib/security/header";
 import { API_HEADERS } from "../lib/security-headers";
 import { API_V1_PATH, serveApiV1 } from "../lib/api/dispatch";
-import { readTableRows } from "../lib/explore/rows";
-import { describeOrderTables, orderSqlParquet, runOrderSql } from "../lib/explore/sql";
-import { provideExplorer } from "../lib/http/browser-explore";
-import { provideQueryParquet } from "../lib/http/browser-query-file";
 import { serveDeltaSharing, SHARING_PATH_PATTERN } from "../lib/sharing/dispatch";
 import { MCP_PATH_PATTERN, serveMcp } from "../lib/mcp/endpoint";
 import { batchLogWrites, errorFields, logger } from "../lib/log";
@@ -68,9 +64,6 @@ try {
 const server = http.createServer(httpServerOptions(timeouts));
 server.timeout = timeouts.idleMs;
 const app = next({ dev: mode === "dev", hostname, port, httpServer: server });
-// The dashboard's Query page and filter bars reach the engine's pool through this (lib/http/browser-explore.ts).
-provideExplorer({ readTableRows, runOrderSql, describeOrderTables });
-provideQueryParquet(orderSqlParquet);
 await app.prepare();
 const handle = app.getRequestHandler();
 

@@ -34,8 +34,17 @@ const RETRY_DELAY_MS = 1_000;
 /** Signals of a process that crashed by itself (a fault in DuckDB's code, met on this file's content). */
 const CRASH_SIGNALS = new Set(["SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE", "SIGABRT", "SIGTRAP"]);
 
+const ENGINE_PROCESS_ENDED = Symbol.for("dataset-access:EngineProcessEnded");
+
 /** Why an engine process ended during a task; the message is a sentence for the buyer whose file it was. */
 export class EngineProcessEnded extends Error {
+  /** One whichever copy of this module made it (the query pool is shared by the launcher's and Next.js's: AppError). */
+  static [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === "object" && value !== null && ENGINE_PROCESS_ENDED in value;
+  }
+
+  readonly [ENGINE_PROCESS_ENDED] = true;
+
   constructor(
     readonly reason: "crashed" | "timeout" | "memory",
     readonly exit: { code: number | null; signal: NodeJS.Signals | null },
@@ -116,12 +125,10 @@ export function runQueryTask<Name extends EngineTaskName>(
 /** How long an interrupted query's process has to stop before it is killed (`DATASET_QUERY_KILL_GRACE_SECONDS`). */
 function queryKillGraceMs(): number {
   const seconds = Number(process.env.DATASET_QUERY_KILL_GRACE_SECONDS || 5);
-  if (!Number.isFinite(seconds) || seconds <= 0) {
-    throw new Error(
-      `DATASET_QUERY_KILL_GRACE_SECONDS must be a positive number, got "${process.env.DATASET_QUERY_KILL_GRACE_SECONDS}".`,
-    );
-  }
-  return seconds * 1000;
+  if (Number.isFinite(seconds) && seconds > 0) return seconds * 1000;
+  throw new Error(
+    `DATASET_QUERY_KILL_GRACE_SECONDS must be a positive number, got "${process.env.DATASET_QUERY_KILL_GRACE_SECONDS}".`,
+  );
 }
 
 const QUERY_QUEUE_MAX = 200;

@@ -6,6 +6,7 @@ import { pipeline } from "node:stream/promises";
 import { sqlQuery } from "../db/client";
 import { privateTempRoot, sizeSetting } from "../engine/engine";
 import { logger } from "../log";
+import { processSingleton } from "../singleton";
 import { readS3Object } from "../storage/s3";
 
 /**
@@ -31,15 +32,21 @@ function cacheMaxBytes(): number {
   return sizeSetting("DATASET_QUERY_CACHE_MAX", process.env.DATASET_QUERY_CACHE_MAX || "5GB");
 }
 
-/** How many running queries of this process read each copy. */
-const pins = new Map<string, number>();
+/**
+ * How many running queries of this process read each copy, and the last of the turns in which copies
+ * are taken and removed one after the other (a copy is never removed between its check and its pin).
+ * One per process, shared by the launcher's copy of this module and Next.js's (lib/singleton.ts).
+ */
+const cache = processSingleton("explore:query-cache", () => ({
+  pins: new Map<string, number>(),
+  lastTurn: Promise.resolve() as Promise<unknown>,
+}));
+const pins = cache.pins;
 /** The copies handed out within one query (withCachedCopies). */
 const queryCopies = new AsyncLocalStorage<Set<string>>();
-/** Taking a copy and removing copies one after the other, so a copy is never removed between its check and its pin. */
-let cacheTurn: Promise<unknown> = Promise.resolve();
 function inTurn<T>(work: () => Promise<T>): Promise<T> {
-  const turn = cacheTurn.then(work);
-  cacheTurn = turn.catch(() => undefined);
+  const turn = cache.lastTurn.then(work);
+  cache.lastTurn = turn.catch(() => undefined);
   return turn;
 }
 

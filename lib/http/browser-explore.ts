@@ -1,8 +1,7 @@
 import type { Json } from "../engine/preview-values";
-import type { AppError } from "../errors";
-import type { readTableRows } from "../explore/rows";
-import type { describeOrderTables, runOrderSql } from "../explore/sql";
-import { processSingleton } from "../singleton";
+import { AppError } from "../errors";
+import { readTableRows } from "../explore/rows";
+import { describeOrderTables, runOrderSql } from "../explore/sql";
 
 /**
  * Rows and SQL for the browser (the dashboard's Query page and filter bars, a share page's filter
@@ -10,35 +9,6 @@ import { processSingleton } from "../singleton";
  * invalid_filter or unknown_column detail names what to fix). The caller has already settled who
  * the buyer is: the session, or a share link's token for its one order.
  */
-
-/**
- * The explore functions, as the launcher loaded them from source. The engine's pool forks its
- * processes from its own source file (and tsx), which a Next.js bundle cannot carry; so the
- * pages' actions reach the one pool of the process, the API's, through this hand-over, and only
- * types are imported here (nothing of lib/engine enters a bundle).
- */
-export type Explorer = {
-  readTableRows: typeof readTableRows;
-  runOrderSql: typeof runOrderSql;
-  describeOrderTables: typeof describeOrderTables;
-};
-const EXPLORER = "explore:functions";
-
-/** Called once by the launcher (scripts/http-server.ts) before it serves. */
-export function provideExplorer(explorer: Explorer): void {
-  processSingleton(EXPLORER, () => explorer);
-}
-
-function explorer(): Explorer {
-  return processSingleton<Explorer>(EXPLORER, () => {
-    throw new Error("The explore functions were not provided: start the app with scripts/serve.ts.");
-  });
-}
-
-/** An AppError of either copy of lib/errors.ts (the launcher's, or the bundle's): matched by its shape. */
-function isAppError(error: unknown): error is AppError {
-  return error instanceof Error && error.name === "AppError" && typeof (error as AppError).code === "string";
-}
 
 /** Rows a filtered preview shows at once. */
 export const BROWSER_ROWS_PAGE = 20;
@@ -72,7 +42,7 @@ export function browserTableRows(
   filter: TableFilter,
 ): Promise<RowsResult> {
   return refusalOr(async () => {
-    const page = await explorer().readTableRows({
+    const page = await readTableRows({
       ...target,
       columns: filter.columns?.length ? filter.columns : undefined,
       where: filter.where?.trim() ? filter.where : undefined,
@@ -91,7 +61,7 @@ export function browserSql(
 ): Promise<QueryResult> {
   return refusalOr(async () => ({
     ok: true,
-    result: (await explorer().runOrderSql({ ...target, sql, limit })) as SqlResult,
+    result: (await runOrderSql({ ...target, sql, limit })) as SqlResult,
   }));
 }
 
@@ -99,12 +69,12 @@ async function refusalOr<Result>(run: () => Promise<Result>): Promise<Result | R
   try {
     return await run();
   } catch (error) {
-    if (isAppError(error)) return { ok: false, error: error.message, code: error.code };
+    if (error instanceof AppError) return { ok: false, error: error.message, code: error.code };
     throw error;
   }
 }
 
 /** The order's tables and their columns, for the Query page's sidebar (order_not_delivered and the like thrown). */
 export function browserOrderTables(buyerId: string, orderId: string): ReturnType<typeof describeOrderTables> {
-  return explorer().describeOrderTables(buyerId, orderId);
+  return describeOrderTables(buyerId, orderId);
 }

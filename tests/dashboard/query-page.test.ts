@@ -8,7 +8,7 @@ import { setOrderStatus } from "../../lib/operator/orders";
 import { createShareLink, revokeShareLink } from "../../lib/share-links";
 import { publishTable } from "../../lib/tables/publish";
 import { createTestEnvironment } from "../helpers/database";
-import { buyer, order, type TestEnvironment } from "../helpers/fixtures";
+import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";
 import { callServerAction, serverActionId, sessionCookie } from "../helpers/server-action";
 import { startServer, type TestServer } from "../helpers/server";
 import { products, productsCsv, publicationDone } from "../tables/helpers";
@@ -133,6 +133,19 @@ describe("the Query page's action", { timeout: 60_000 }, () => {
       rows: null,
       error: refused.error,
     });
+  });
+
+  it("shares its engine pool with the API, whose refusals stay 4xx whichever started the pool", async () => {
+    // Run first in this file, the page's action started the query pool: the API (the launcher's own
+    // copy of lib/) gets the errors of the pool the page's copy (Next.js's bundle) made.
+    const key = (await apiKey(owner.id)).secret;
+    const response = await fetch(
+      `${server.url}/api/v1/orders/${owner.orderId}/sql?${new URLSearchParams({ q: "SELECT nope FROM products" })}`,
+      { headers: { Authorization: `Bearer ${key}` } },
+    );
+    const text = await response.text();
+    expect(response.status, text).toBe(400);
+    expect(JSON.parse(text)).toMatchObject({ code: "invalid_sql", detail: expect.stringMatching(/nope/) });
   });
 
   it.each([
