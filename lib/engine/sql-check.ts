@@ -10,7 +10,6 @@ import { AppError } from "../errors";
  * passes: this check makes the refusals precise. Pure.
  */
 
-export const SQL_MAX_CHARS = 8000;
 const TABLE_FUNCTIONS = new Set(["range", "generate_series", "unnest"]);
 /** Scalar functions that read the engine's configuration or environment (server paths). */
 const DENIED_FUNCTIONS = new Set(["current_setting", "getenv", "getvariable", "current_schemas", "current_catalog"]);

@@ -1,10 +1,6 @@
 import { formulaSafe } from "../csv-formulas";
 import type { Json } from "../engine/preview-values";
 
-/** The contract's bounds of one SQL query (Part 7): its text, and the rows one answer carries. */
-export const SQL_MAX_LENGTH = 8000;
-export const SQL_PAGE_LIMIT = 1000;
-
 /** The formats a Query page result downloads as (Parquet is written by DuckDB in the engine: lib/explore/sql.ts). */
 export const RESULT_FORMATS = ["csv", "json", "parquet"] as const;
 export type ResultFormat = (typeof RESULT_FORMATS)[number];

@@ -3,9 +3,9 @@ import path from "node:path";
 import { withTempDir } from "../engine/engine";
 import type { QueryColumn, QueryFile, SqlView } from "../engine/query-tasks";
 import type { Json } from "../engine/preview-values";
-import { SQL_MAX_CHARS } from "../engine/sql-check";
 import { parenthesisDepth, WHERE_MAX_DEPTH } from "../engine/where-filter";
 import { AppError } from "../errors";
+import { SQL_MAX_LENGTH } from "../schemas/explore-limits";
 import { versionNotFound } from "../tables/queries";
 import { runBuyerQuery, runBuyerQueryIn } from "./engine-run";
 import { changeFiles, deliveredOrderTables, keptVersion, versionFiles, type OrderTable } from "./files";
@@ -54,10 +54,10 @@ export function orderSqlParquet(input: SqlRequest): Promise<{ body: Buffer; trun
 /** The views the query reads, each a table of the order, and the files they may read. */
 async function viewsOfQuery(input: SqlRequest): Promise<{ views: SqlView[]; files: QueryFile[] }> {
   if (input.sql.trim() === "") throw new AppError("invalid_sql", "q: the query is empty.");
-  if (input.sql.length > SQL_MAX_CHARS) {
+  if (input.sql.length > SQL_MAX_LENGTH) {
     throw new AppError(
       "invalid_sql",
-      `q: it is ${input.sql.length} characters long; at most ${SQL_MAX_CHARS} are allowed.`,
+      `q: it is ${input.sql.length} characters long; at most ${SQL_MAX_LENGTH} are allowed.`,
     );
   }
   if (parenthesisDepth(input.sql) > WHERE_MAX_DEPTH) {

@@ -1,12 +1,11 @@
 import { z } from "zod";
 import { RENDITION_FORMATS } from "../data-formats";
+import { QUERY_ROWS, SQL_MAX_LENGTH } from "./explore-limits";
 
 /**
  * The rows and SQL requests of /api/v1 (../shared/CONTRACT.md, Part 7), described once: the API's
  * validation and its OpenAPI document use these. A leaf like ./api.ts.
  */
-
-export const QUERY_ROWS = { min: 1, max: 1000, default: 100 } as const;
 
 const wholeNumber = (name: string) =>
   z
@@ -100,7 +99,8 @@ export const sqlQuerySchema = z
   .object({
     q: z.string({ error: "q is required: one SELECT" }).meta({
       description:
-        'One SELECT (or WITH ... SELECT) over the order\'s tables: `name` (current version), `"name@N"` (version N), `"name@changes"` (change rows with `_change_type` and `_commit_version`). At most 8,000 characters.',
+        'One SELECT (or WITH ... SELECT) over the order\'s tables: `name` (current version), `"name@N"` (version N), `"name@changes"` (change rows with `_change_type` and `_commit_version`). ' +
+        `At most ${SQL_MAX_LENGTH.toLocaleString("en-US")} characters.`,
       example: "SELECT city, count(*) FROM products GROUP BY city",
     }),
     limit,

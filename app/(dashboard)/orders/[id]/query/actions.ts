@@ -1,7 +1,7 @@
 "use server";
 
 import { currentBuyer } from "@/lib/auth/session";
-import { SQL_MAX_LENGTH, SQL_PAGE_LIMIT } from "@/lib/explore/result-files";
+import { SQL_MAX_LENGTH, SQL_PAGE_LIMIT } from "@/lib/schemas/explore-limits";
 import { queryHistory, recordQuery, type QueryHistoryEntry } from "@/lib/explore/history";
 import { browserSql, type QueryResult } from "@/lib/http/browser-explore";
 

@@ -5,7 +5,7 @@ import { useId, useRef, useState, type FormEvent, type KeyboardEvent } from "rea
 import { ResultGrid } from "@/components/result-grid";
 import { Button, Notice, inputClass, linkClass } from "@/components/ui";
 import type { QueryHistoryEntry } from "@/lib/explore/history";
-import { SQL_MAX_LENGTH, SQL_PAGE_LIMIT } from "@/lib/explore/result-files";
+import { SQL_MAX_LENGTH, SQL_PAGE_LIMIT } from "@/lib/schemas/explore-limits";
 import { formatDate } from "@/lib/format";
 import { runQueryAction, type RunQueryResult } from "./actions";
 

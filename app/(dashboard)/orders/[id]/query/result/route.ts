@@ -1,5 +1,6 @@
 import { currentBuyer } from "@/lib/auth/session";
-import { RESULT_FORMATS, resultFile, SQL_MAX_LENGTH, SQL_PAGE_LIMIT } from "@/lib/explore/result-files";
+import { RESULT_FORMATS, resultFile } from "@/lib/explore/result-files";
+import { SQL_MAX_LENGTH, SQL_PAGE_LIMIT } from "@/lib/schemas/explore-limits";
 import { browserSql } from "@/lib/http/browser-explore";
 import { browserSqlParquet } from "@/lib/http/browser-query-file";
 import { RENDITION_CONTENT_TYPES } from "@/lib/data-formats";
