@@ -1,7 +1,7 @@
-import { useId } from "react";
 import type { Preview } from "@/lib/datasets/access";
 import type { Change, ChangedPreview, ChangeValue } from "@/lib/tables/change-preview";
-import { NUMERIC_TYPE, PreviewValue } from "./preview-value";
+import { isNumeric, PreviewFrame, ValueCell } from "./preview-frame";
+import { PreviewValue } from "./preview-value";
 
 const KIND_LABELS: Record<Change["kind"], { label: string; tone: string }> = {
   insert: { label: "inserted", tone: "text-green-800" },
@@ -13,8 +13,7 @@ const KIND_LABELS: Record<Change["kind"], { label: string; tone: string }> = {
 
 /**
  * A change file's first rows as changes (lib/tables/change-preview.ts): one row per change, its
- * kind first, an update's changed values as old -> new. In a box that scrolls both ways, as a
- * file's preview.
+ * kind first, an update's changed values as old -> new, in a PreviewFrame as a file's preview.
  */
 export function ChangePreviewTable({
   changed,
@@ -25,9 +24,8 @@ export function ChangePreviewTable({
   preview: Preview;
   fileName: string;
 }) {
-  const summaryId = useId();
   const { columns, changes, fileRows } = changed;
-  const numeric = columns.map((column) => NUMERIC_TYPE.test(column.type));
+  const numeric = columns.map(isNumeric);
   const rows = (count: number) => `${count.toLocaleString("en-US")} ${count === 1 ? "row" : "rows"}`;
   const summary =
     (fileRows === preview.total_rows
@@ -35,57 +33,20 @@ export function ChangePreviewTable({
       : `The first ${rows(fileRows)} of ${preview.total_rows.toLocaleString("en-US")} in the change file`) +
     `, as ${changes.length.toLocaleString("en-US")} ${changes.length === 1 ? "change" : "changes"}.`;
   return (
-    <div className="space-y-2">
-      <p id={summaryId} className="text-sm text-slate-600" data-testid="preview-summary">
-        {summary}
-      </p>
-      <div
-        role="region"
-        aria-labelledby={summaryId}
-        tabIndex={0}
-        className="max-h-[60vh] overflow-auto rounded-md border border-slate-200 focus-visible:outline-2 focus-visible:outline-offset-2 focus-visible:outline-blue-600"
-      >
-        <table className="min-w-full text-left text-sm" data-testid="preview-table">
-          <caption className="sr-only">
-            {fileName}: {summary}
-          </caption>
-          <thead>
-            <tr>
-              <th scope="col" className="sticky top-0 border-b border-slate-200 bg-slate-50 px-3 py-2 align-bottom">
-                <span className="block font-semibold">Change</span>
-              </th>
-              {columns.map((column, index) => (
-                <th
-                  key={index}
-                  scope="col"
-                  className={`sticky top-0 border-b border-slate-200 bg-slate-50 px-3 py-2 align-bottom whitespace-nowrap ${numeric[index] ? "text-right" : ""}`}
-                >
-                  <span className="block font-mono font-semibold">{column.name}</span>{" "}
-                  <span className="block font-mono text-xs font-normal text-slate-600">{column.type}</span>
-                </th>
-              ))}
-            </tr>
-          </thead>
-          <tbody className="divide-y divide-slate-100">
-            {changes.map((change, rowIndex) => (
-              <tr key={rowIndex} data-testid="change-row">
-                <td className={`px-3 py-1.5 font-medium whitespace-nowrap ${KIND_LABELS[change.kind].tone}`}>
-                  {KIND_LABELS[change.kind].label}
-                </td>
-                {change.values.map((value, columnIndex) => (
-                  <td
-                    key={columnIndex}
-                    className={`px-3 py-1.5 ${numeric[columnIndex] ? "text-right tabular-nums" : ""}`}
-                  >
-                    <ChangedValue value={value} />
-                  </td>
-                ))}
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
-    </div>
+    <PreviewFrame columns={columns} summary={summary} caption={fileName} testIdPrefix="preview" firstHeader="Change">
+      {changes.map((change, rowIndex) => (
+        <tr key={rowIndex} data-testid="change-row">
+          <td className={`px-3 py-1.5 font-medium whitespace-nowrap ${KIND_LABELS[change.kind].tone}`}>
+            {KIND_LABELS[change.kind].label}
+          </td>
+          {change.values.map((value, columnIndex) => (
+            <ValueCell key={columnIndex} numeric={numeric[columnIndex] ?? false}>
+              <ChangedValue value={value} />
+            </ValueCell>
+          ))}
+        </tr>
+      ))}
+    </PreviewFrame>
   );
 }
 
