@@ -38,15 +38,15 @@ export function orderSqlParquet(input: SqlRequest): Promise<{ body: Buffer; trun
   return withCachedCopies(async () => {
     const { views, files } = await viewsOfQuery(input);
     return withTempDir(async (directory) => {
-    const target = path.join(directory, "result.parquet");
-    const { truncated } = await runBuyerQueryIn(
-      directory,
-      input.buyerId,
-      "orderSqlParquet",
-      { sql: input.sql, views, limit: input.limit, target },
-      files,
-    );
-    return { body: await fs.readFile(target), truncated };
+      const target = path.join(directory, "result.parquet");
+      const { truncated } = await runBuyerQueryIn(
+        directory,
+        input.buyerId,
+        "orderSqlParquet",
+        { sql: input.sql, views, limit: input.limit, target },
+        files,
+      );
+      return { body: await fs.readFile(target), truncated };
     });
   });
 }

@@ -12,7 +12,9 @@ import type { OrderStatus } from "../schemas/order-status";
 import { driverOf, fileStorage, localStorage } from "../storage";
 import { S3Storage } from "../storage/s3";
 import { versionNotFound } from "../tables/queries";
+import type { QueryFile } from "../engine/query-tasks";
 import { versionFiles, type OrderTable } from "./files";
+import { withCachedCopies } from "./query-cache";
 
 /**
  * The subset's job (./subsets.ts): every matching row of the version written by DuckDB in one of the
@@ -92,8 +94,12 @@ export async function makeSubset(subsetId: string): Promise<"ready" | "failed" |
   return updated.length ? "ready" : "skipped";
 }
 
-async function writeSubset(subset: Subset) {
-  const files = await versionFiles(subset.table, subset.version);
+/** On S3 the parts are read from the query cache's local copies, pinned while the engine reads them. */
+function writeSubset(subset: Subset) {
+  return withCachedCopies(async () => writeSubsetOf(subset, await versionFiles(subset.table, subset.version)));
+}
+
+async function writeSubsetOf(subset: Subset, files: QueryFile[]) {
   return withTempDir(async (directory) => {
     const target = path.join(directory, `subset.${subset.format}`);
     const input = {

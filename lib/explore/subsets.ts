@@ -7,6 +7,7 @@ import { AppError, type ErrorCode } from "../errors";
 import { jobTransaction, QUEUES, sendJob } from "../queue";
 import { runBuyerQuery } from "./engine-run";
 import { deliveredOrderTables, keptVersion, tableOf, versionFiles } from "./files";
+import { withCachedCopies } from "./query-cache";
 import { chosenColumns } from "./rows";
 
 /**
@@ -45,7 +46,11 @@ type SubsetRow = {
 };
 
 /** The ready subset for the request; else it is queued (or already being made) and answered 202 rendition_pending. */
-export async function subsetFile(request: SubsetRequest): Promise<SubsetFile> {
+export function subsetFile(request: SubsetRequest): Promise<SubsetFile> {
+  return withCachedCopies(() => requestedSubset(request));
+}
+
+async function requestedSubset(request: SubsetRequest): Promise<SubsetFile> {
   // The filter's text first: refused as it is, whatever the table.
   if (request.where !== undefined) lexFilter(request.where);
   const tables = await deliveredOrderTables(request.buyerId, request.orderId);

@@ -1,7 +1,7 @@
 import type { Json } from "../engine/preview-values";
 import { AppError } from "../errors";
 import { readTableRows } from "../explore/rows";
-import { describeOrderTables, runOrderSql } from "../explore/sql";
+import { describeOrderTables, orderSqlParquet, runOrderSql } from "../explore/sql";
 
 /**
  * Rows and SQL for the browser (the dashboard's Query page and filter bars, a share page's filter
@@ -21,6 +21,7 @@ export type SqlResult = { columns: ResultColumn[]; rows: Json[][]; truncated: bo
 export type Refusal = { ok: false; error: string; code?: string };
 export type RowsResult = { ok: true; page: RowsPage } | Refusal;
 export type QueryResult = { ok: true; result: SqlResult } | Refusal;
+export type ParquetResult = { ok: true; body: Buffer; truncated: boolean } | Refusal;
 
 /** What a filter bar asks: the columns to show (none: all) and a where text (blank: every row). */
 export type TableFilter = { columns?: string[]; where?: string; offset?: number };
@@ -63,6 +64,15 @@ export function browserSql(
     ok: true,
     result: (await runOrderSql({ ...target, sql, limit })) as SqlResult,
   }));
+}
+
+/** The same query's first `limit` rows as Parquet, written by DuckDB in the engine, for the Query page's download. */
+export function browserSqlParquet(
+  target: { buyerId: string; orderId: string },
+  sql: string,
+  limit: number,
+): Promise<ParquetResult> {
+  return refusalOr(async () => ({ ok: true, ...(await orderSqlParquet({ ...target, sql, limit })) }));
 }
 
 async function refusalOr<Result>(run: () => Promise<Result>): Promise<Result | Refusal> {

@@ -1,8 +1,7 @@
 import { currentBuyer } from "@/lib/auth/session";
 import { RESULT_FORMATS, resultFile } from "@/lib/explore/result-files";
 import { SQL_MAX_LENGTH, SQL_PAGE_LIMIT } from "@/lib/schemas/explore-limits";
-import { browserSql } from "@/lib/http/browser-explore";
-import { browserSqlParquet } from "@/lib/http/browser-query-file";
+import { browserSql, browserSqlParquet } from "@/lib/http/browser-explore";
 import { RENDITION_CONTENT_TYPES } from "@/lib/data-formats";
 import { publicOrigin } from "@/lib/site";
 
@@ -38,7 +37,7 @@ export async function POST(request: Request, { params }: { params: Promise<{ id:
   const target = { buyerId: buyer.id, orderId: id };
   if (format === "parquet") {
     const written = await browserSqlParquet(target, sql, SQL_PAGE_LIMIT);
-    if (!written.ok) return plain(REFUSAL_STATUS[written.code] ?? 400, written.error);
+    if (!written.ok) return plain(REFUSAL_STATUS[written.code ?? ""] ?? 400, written.error);
     return download(new Uint8Array(written.body), RENDITION_CONTENT_TYPES.parquet, format, written.truncated);
   }
   const answer = await browserSql(target, sql, SQL_PAGE_LIMIT);
