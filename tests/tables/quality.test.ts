@@ -235,15 +235,15 @@ describe("the gate", { timeout: 600_000 }, () => {
 
 describe("an empty first version", { timeout: 600_000 }, () => {
   it("is held by row_count_zero and hidden from buyers until released", async () => {
-    const held = await publish("empty_first", []);
+    const held = await publish("held_first", []);
     expect(await settled(held)).toMatchObject({ status: "held", version: null });
-    const seen = JSON.parse(await tableJson(buyerId, orderId, "empty_first")) as { version: number | null };
+    const seen = JSON.parse(await tableJson(buyerId, orderId, "held_first")) as { version: number | null };
     expect(seen.version).toBeNull();
     await releasePublication(held, "The seller starts this table empty.");
     expect(await settled(held)).toMatchObject({ status: "ready", version: 1 });
-    const released = JSON.parse(await tableJson(buyerId, orderId, "empty_first")) as { version: number; rows: number };
+    const released = JSON.parse(await tableJson(buyerId, orderId, "held_first")) as { version: number; rows: number };
     expect(released).toMatchObject({ version: 1, rows: 0 });
-    expect(((await versionOf("empty_first", 1))?.quality as Quality).status).toBe("released");
+    expect(((await versionOf("held_first", 1))?.quality as Quality).status).toBe("released");
   });
 });
 
