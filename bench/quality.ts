@@ -15,8 +15,8 @@ import { benchWorkspace, log, report, round, sampler, sleep, treeRssKb } from ".
 
 /**
  * The quality report's cost (contract Part 6), rounds interleaved (off, on, ...; BENCH_ROUNDS):
- * (a) a keyed snapshot of BENCH_QUALITY_MB (default 1024) MB of Parquet in 10 parts published as
- *     the next version (every 10th row's price changed) by the job worker with the checks on, against
+ * (a) a keyed snapshot of BENCH_QUALITY_MB (default 1024) MB of CSV (BENCH_QUALITY_FORMAT=parquet:
+ *     of Parquet) in 10 parts, published as the next version (every 10th row's price changed) by the job worker with the checks on, against
  *     the same with TABLE_QUALITY_CHECKS=off; goal within 1.1x; (c) the worker's peak RSS (with its
  *     engine processes) during each, goal within 1.1x;
  * (b) the report's own time (the quality engine task) for version 2 of a table of
@@ -24,6 +24,8 @@ import { benchWorkspace, log, report, round, sampler, sleep, treeRssKb } from ".
  *     1,000 rows: it reads only the new parts and the stored figures, so goal within 1.2x.
  */
 const megabytes = Number(process.env.BENCH_QUALITY_MB ?? 1024);
+/** The snapshot's parts as a seller uploads them: CSV (made Parquet by the pipeline) or Parquet. */
+const snapshotFormat = process.env.BENCH_QUALITY_FORMAT === "parquet" ? "parquet" : "csv";
 const bigRows = Number(process.env.BENCH_QUALITY_BIG_ROWS ?? 10_000_000);
 const rounds = benchRounds();
 const { workDir, env } = await benchWorkspace("quality", {
@@ -32,19 +34,25 @@ const { workDir, env } = await benchWorkspace("quality", {
 });
 
 /** Writes `parts` Parquet files of `rows` rows in all, ids from 0; `changed` alters every 10th price. */
-async function writeParts(name: string, rows: number, parts: number, changed = false): Promise<string[]> {
+async function writeParts(
+  name: string,
+  rows: number,
+  parts: number,
+  changed = false,
+  format: "csv" | "parquet" = "parquet",
+): Promise<string[]> {
   const instance = await DuckDBInstance.create(":memory:");
   const connection = await instance.connect();
   const files = [];
   const per = Math.ceil(rows / parts);
   for (let part = 0; part < parts; part++) {
-    const file = path.join(workDir, `${name}-${part}.parquet`);
+    const file = path.join(workDir, `${name}-${part}.${format}`);
     const from = part * per;
     await connection.run(`COPY (SELECT range AS id, 'SKU-' || range AS sku, 'Product ' || range || ', deluxe' AS name,
       (range % 10000) / 100 ${changed ? "+ CASE WHEN range % 10 = 0 THEN 1 ELSE 0 END" : ""} AS price,
       range % 500 AS quantity, TIMESTAMP '2026-10-01' + INTERVAL (range % 28) DAY AS listed_at,
       'cat-' || (range % 40) AS category, CASE WHEN range % 7 = 0 THEN NULL ELSE 'note ' || (range % 1000) END AS note
-      FROM range(${from}, ${Math.min(rows, from + per)})) TO '${file}' (FORMAT parquet)`);
+      FROM range(${from}, ${Math.min(rows, from + per)})) TO '${file}' (FORMAT ${format})`);
     files.push(file);
   }
   connection.closeSync();
@@ -54,7 +62,7 @@ async function writeParts(name: string, rows: number, parts: number, changed = f
 
 /** Rows per MB of this Parquet, measured on a sample, so the parts come to about BENCH_QUALITY_MB. */
 async function rowsFor(mb: number): Promise<number> {
-  const [sample] = await writeParts("sample", 1_000_000, 1);
+  const [sample] = await writeParts("sample", 1_000_000, 1, false, snapshotFormat);
   const { size } = await fs.stat(sample!);
   return Math.round((1_000_000 * mb * 1024 * 1024) / size);
 }
@@ -116,9 +124,9 @@ async function publish(table: string, files: string[], mode: "snapshot" | "appen
 }
 
 const rowsInAll = await rowsFor(megabytes);
-log(`writing ${megabytes} MB of Parquet in 10 parts (${rowsInAll} rows), twice`);
-const first = await writeParts("v1", rowsInAll, 10);
-const second = await writeParts("v2", rowsInAll, 10, true);
+log(`writing ${megabytes} MB of ${snapshotFormat} in 10 parts (${rowsInAll} rows), twice`);
+const first = await writeParts("v1", rowsInAll, 10, false, snapshotFormat);
+const second = await writeParts("v2", rowsInAll, 10, true, snapshotFormat);
 
 /**
  * (a), (c): one table, its version 1 made first (checks on, so it has figures); then each round
@@ -187,7 +195,8 @@ await disconnectDb();
 await report(
   "quality",
   {
-    parquet_megabytes: megabytes,
+    snapshot_megabytes: megabytes,
+    snapshot_format: snapshotFormat,
     rows: rowsInAll,
     rounds,
     next_version_seconds: {
