@@ -5,12 +5,12 @@ import { previewValue, type Json } from "./preview-values";
 /**
  * The figures of a publication's new parts for its quality report (contract Part 6), measured in an
  * engine process over the parts' Parquet renditions, never over the previous version's parts:
- * 1. one statement over every column at once (1,000 columns are one query, not 1,000): rows, nulls,
- *    approximate distinct count, min, max, mean, this version's deciles (numbers and dates) or its
- *    20 most frequent values (other types), and the counts of the new rows in the current version's
- *    bins (its stored edges or top values) for PSI;
- * 2. one more statement counting the new rows in their own bins, which is what the next version's
- *    PSI compares against (deciles of values with many ties do not hold a tenth each).
+ * 1. one statement over every row and column at once (1,000 columns are one query, not 1,000):
+ *    rows, nulls, approximate distinct count, min, max, mean;
+ * 2. the bins, on a sample of BIN_SAMPLE_ROWS of the new rows (binsFromSample): this version's deciles
+ *    (numbers and dates) or 20 most frequent values (other types), and the rows in them, which is
+ *    what the next version's PSI compares against (deciles of values with many ties do not hold a
+ *    tenth each, so the counts are kept, not assumed), and in the current version's stored bins.
  * Dates and timestamps are binned on their epoch seconds, numbers as doubles, so a column whose type
  * widened (INTEGER to BIGINT or DOUBLE, DATE to TIMESTAMP) still compares; other values on their
  * first TOP_VALUE_CHARS characters as text.
@@ -146,81 +146,116 @@ async function measureGroup(
   columns: { name: string; type: string; kind: FigureKind }[],
   previousFigures: VersionFigures | null,
 ): Promise<QualityFigures> {
-  const input = { previous: previousFigures };
   const select = ["count(*)"];
   const slot = (expression: string) => select.push(expression) - 1;
-  const slotOf = (expression: string | null) => (expression === null ? -2 : slot(expression));
   const plan = columns.map((column) => {
     const sql = sqlIdentifier(column.name);
-    const previous = input.previous?.columns[column.name];
-    const comparable = previous && previous.kind === column.kind ? previous : undefined;
     const ordered = column.kind !== "other" || ORDERED_TYPE.test(column.type);
     return {
       ...column,
-      comparable,
       nonNull: slot(`count(${sql})`),
       distinct: slot(`approx_count_distinct(${sql})`),
       min: ordered ? slot(`min(${sql})`) : -1,
       max: ordered ? slot(`max(${sql})`) : -1,
       mean: column.kind === "number" ? slot(`avg(CAST(${sql} AS DOUBLE))`) : -1,
-      own:
-        column.kind === "other"
-          ? slot(`approx_top_k(${binnedValue(sql, "other")}, ${TOP_VALUES})`)
-          : slot(`approx_quantile(${binnedValue(sql, column.kind)}, [${DECILES.join(", ")}])`),
-      against: comparable ? slotOf(binsAggregate(sql, column.kind, comparable)) : -1,
     };
   });
   const [row = []] = (await connection.runAndReadAll(`SELECT ${select.join(", ")} FROM ${files}`)).getRowsJson();
   const rows = Number(row[0] ?? 0);
-
-  const measured = plan.map((column) => {
-    const nulls = rows - Number(row[column.nonNull] ?? 0);
-    const own = row[column.own];
-    const bins =
-      column.kind === "other"
-        ? { top: (Array.isArray(own) ? own : []).filter((value) => value !== null).map(String) }
-        : {
-            edges: [...new Set((Array.isArray(own) ? own : []).map(Number).filter(Number.isFinite))].sort(
-              (a, b) => a - b,
-            ),
-          };
-    const mean = column.mean >= 0 ? Number(row[column.mean]) : Number.NaN;
-    return {
-      column,
-      bins,
-      result: {
-        name: column.name,
-        type: column.type,
-        nulls,
-        // HyperLogLog can overshoot a small column: never more distinct values than values.
-        distinct: Math.min(Number(row[column.distinct] ?? 0), rows - nulls),
-        min: column.min >= 0 ? previewValue((row[column.min] ?? null) as Json, column.type) : null,
-        max: column.max >= 0 ? previewValue((row[column.max] ?? null) as Json, column.type) : null,
-        mean: row[column.mean] !== null && Number.isFinite(mean) ? mean : null,
-        againstPrevious: column.comparable
-          ? countsOf(column.against >= 0 ? (row[column.against] as Json) : null, column.comparable, rows - nulls, nulls)
-          : null,
-      } satisfies MeasuredColumn,
-    };
-  });
-
-  // This version's own bins, for the next report.
-  const ownSelect = measured.map(({ column, bins }) => binsAggregate(sqlIdentifier(column.name), column.kind, bins));
-  const counted = ownSelect.flatMap((aggregate) => (aggregate ? [aggregate] : []));
-  const [ownValues = []] = counted.length
-    ? (await connection.runAndReadAll(`SELECT ${counted.join(", ")} FROM ${files}`)).getRowsJson()
-    : [[]];
-  let next = 0;
-  const ownRow = ownSelect.map((aggregate) => (aggregate ? ownValues[next++] : null));
+  const nonNull = plan.map((column) => Number(row[column.nonNull] ?? 0));
+  const binned = await binsFromSample(connection, files, columns, previousFigures, nonNull);
   const figures: VersionFigures = { rows, columns: {} };
-  for (const [index, { column, bins, result }] of measured.entries()) {
-    figures.columns[column.name] = {
-      kind: column.kind,
-      nulls: result.nulls,
-      distinct: result.distinct,
-      ...bins,
-      bins: countsOf((ownRow[index] ?? null) as Json, bins, rows - result.nulls, result.nulls),
-    };
+  const measured = plan.map((column, index) => {
+    const nulls = rows - nonNull[index]!;
+    const mean = column.mean >= 0 ? Number(row[column.mean]) : Number.NaN;
+    const { own, ownCounts, againstPrevious } = binned[index]!;
+    // HyperLogLog can overshoot a small column: never more distinct values than values.
+    const distinct = Math.min(Number(row[column.distinct] ?? 0), rows - nulls);
+    figures.columns[column.name] = { kind: column.kind, nulls, distinct, ...own, bins: [...ownCounts, nulls] };
+    return {
+      name: column.name,
+      type: column.type,
+      nulls,
+      distinct,
+      min: column.min >= 0 ? previewValue((row[column.min] ?? null) as Json, column.type) : null,
+      max: column.max >= 0 ? previewValue((row[column.max] ?? null) as Json, column.type) : null,
+      mean: row[column.mean] !== null && Number.isFinite(mean) ? mean : null,
+      againstPrevious: againstPrevious && [...againstPrevious, nulls],
+    } satisfies MeasuredColumn;
+  });
+  return { rows, columns: measured, figures };
+}
+
+/** Rows of the new parts the bins are measured on (all of them when fewer). */
+export const BIN_SAMPLE_ROWS = 100_000;
+const SAMPLE_TABLE = '"__quality sample"';
+
+type Bins = { edges?: number[]; top?: string[] };
+
+/**
+ * Each column's bins, measured on a reservoir sample of the new rows (a fixed seed: the same parts
+ * give the same figures): this version's own bins (the deciles of numbers and dates, the most
+ * frequent values of others), and the sample's counts in them and in the current version's bins,
+ * scaled to the column's non-null rows. PSI compares proportions: a sample of 100,000 rows puts
+ * each bin's within a few tenths of a percent, far inside the 0.25 a shift must pass, and sketching
+ * and binning 100,000 rows instead of every row is most of what the report would cost.
+ */
+async function binsFromSample(
+  connection: DuckDBConnection,
+  files: string,
+  columns: { name: string; kind: FigureKind }[],
+  previous: VersionFigures | null,
+  nonNull: number[],
+): Promise<{ own: Bins; ownCounts: number[]; againstPrevious: number[] | null }[]> {
+  if (columns.length === 0) return [];
+  const names = columns.map((column) => sqlIdentifier(column.name));
+  await connection.run(
+    `CREATE OR REPLACE TEMP TABLE ${SAMPLE_TABLE} AS SELECT ${names.join(", ")} FROM ${files}
+     USING SAMPLE reservoir(${BIN_SAMPLE_ROWS} ROWS) REPEATABLE (1)`,
+  );
+  try {
+    const sketches = columns.map((column, index) =>
+      column.kind === "other"
+        ? `approx_top_k(${binnedValue(names[index]!, "other")}, ${TOP_VALUES})`
+        : `quantile_cont(${binnedValue(names[index]!, column.kind)}, [${DECILES.join(", ")}])`,
+    );
+    const [found = []] = (
+      await connection.runAndReadAll(`SELECT ${sketches.join(", ")} FROM ${SAMPLE_TABLE}`)
+    ).getRowsJson();
+    const own: Bins[] = columns.map((column, index) => {
+      const values = Array.isArray(found[index]) ? (found[index] as Json[]) : [];
+      if (column.kind === "other") return { top: values.filter((value) => value !== null).map(String) };
+      return { edges: [...new Set(values.map(Number).filter(Number.isFinite))].sort((a, b) => a - b) };
+    });
+    const comparable = columns.map((column) => {
+      const before = previous?.columns[column.name];
+      return before && before.kind === column.kind ? before : undefined;
+    });
+    const select = ["0"];
+    const slot = (expression: string | null) => (expression === null ? -1 : select.push(expression) - 1);
+    const slots = columns.map((column, index) => ({
+      sampled: slot(`count(${names[index]})`),
+      own: slot(binsAggregate(names[index]!, column.kind, own[index]!)),
+      against: comparable[index] ? slot(binsAggregate(names[index]!, column.kind, comparable[index]!)) : -1,
+    }));
+    const [counted = []] = (
+      await connection.runAndReadAll(`SELECT ${select.join(", ")} FROM ${SAMPLE_TABLE}`)
+    ).getRowsJson();
+    return columns.map((_, index) => {
+      const sampled = Number(counted[slots[index]!.sampled] ?? 0);
+      // The sample's counts, scaled from its non-null rows to the column's.
+      const scaled = (histogram: Json, bins: Bins) =>
+        countsOf(histogram, bins, sampled, 0)
+          .slice(0, -1)
+          .map((count) => (sampled > 0 ? Math.round((count * nonNull[index]!) / sampled) : 0));
+      const at = (position: number) => (position >= 0 ? ((counted[position] ?? null) as Json) : null);
+      return {
+        own: own[index]!,
+        ownCounts: scaled(at(slots[index]!.own), own[index]!),
+        againstPrevious: comparable[index] ? scaled(at(slots[index]!.against), comparable[index]!) : null,
+      };
+    });
+  } finally {
+    await connection.run(`DROP TABLE IF EXISTS ${SAMPLE_TABLE}`);
   }
-  return { rows, columns: measured.map(({ result }) => result), figures };
 }
