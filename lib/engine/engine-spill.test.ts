@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { datasetEngineSettings, duckdbMessageFor } from "./engine";
-import { withTaskEngine } from "./engine-tasks";
+import { withTaskEngine } from "./task-engine";
 
 /** A task's spill is bounded (DATASET_SPILL_MAX, DuckDB's max_temp_directory_size), not 90% of the free disk. */
 

@@ -1,6 +1,4 @@
-import { promises as fs } from "node:fs";
-import path from "node:path";
-import { DuckDBInstance, type DuckDBConnection } from "@duckdb/node-api";
+import type { DuckDBConnection } from "@duckdb/node-api";
 import { formulaSafeSql } from "../csv-formulas";
 import {
   CHANGE_TYPE_COLUMN,
@@ -11,7 +9,7 @@ import {
 } from "./change-feed";
 import { columnStatsFrom, columnStatsQuery, type ColumnStats, type ColumnStatsRow } from "./parquet-stats";
 import { checkGzipExpansion, checkLooksLike, UnreadableFileError } from "./checks";
-import { CSV_DELIMITERS, datasetEngineSettings, readerSql, sqlIdentifier, sqlString } from "./engine";
+import { CSV_DELIMITERS, readerSql, sqlIdentifier, sqlString } from "./engine";
 import type { Compression, DataFormat, RenditionFormat } from "../data-formats";
 import { previewRows, withinPreviewSize, type Json } from "./preview-values";
 import { measureQuality, type QualityFigures, type VersionFigures } from "./quality-figures";
@@ -23,7 +21,7 @@ import type { Column } from "./columns";
  * The work DuckDB does, run only in an engine process (./engine-child.ts), never in one that serves
  * requests. Each task gets a DuckDB instance of its own that can reach nothing but the task's
  * directory and the files handed to it (`allowed_directories`, `allowed_paths`, external access
- * off, configuration locked), spills there, and is closed when the task ends.
+ * off, configuration locked), spills there, and is closed after its answer is sent (./task-runner.ts).
  */
 
 /** Rows kept for the preview: the API's `limit` goes up to this. */
@@ -334,54 +332,4 @@ async function sniffCsv(connection: DuckDBConnection, file: string, source: Sour
     if (!taken || sniffed.Columns.length < 2) return undefined;
   }
   return sniffed;
-}
-
-/**
- * A DuckDB instance for one task, bounded (memory_limit, threads, spilling into the task's
- * directory up to max_temp_directory_size) and confined: it reads and writes only `scope`. Its
- * session zone is UTC, so timestamps with a zone read as UTC.
- */
-export async function withTaskEngine<T>(
-  scope: EngineScope,
-  work: (connection: DuckDBConnection) => Promise<T>,
-): Promise<T> {
-  const settings = datasetEngineSettings();
-  const { memoryLimit, threads } = settings;
-  const spillMax = scope.timeLimitMs ? process.env.DATASET_QUERY_SPILL_MAX || "1GB" : settings.spillMax;
-  const directory = path.resolve(scope.directory);
-  const spill = path.join(directory, "spill");
-  // A task run again after its process was ended from outside (./engine-pool.ts) starts without its spill.
-  await fs.rm(spill, { recursive: true, force: true });
-  const instance = await DuckDBInstance.create(":memory:", {
-    memory_limit: memoryLimit,
-    threads: String(threads),
-    temp_directory: spill,
-    // Files are read only as the app hands them over: no extension downloads.
-    autoinstall_known_extensions: "false",
-    autoload_known_extensions: "false",
-    allow_community_extensions: "false",
-  });
-  const connection = await instance.connect();
-  try {
-    await connection.run("SET GLOBAL TimeZone = 'UTC'");
-    // Bounded, so one task cannot fill the disk the database and the other tasks share. Set here:
-    // given to DuckDBInstance.create, DuckDB 1.5 reports it but does not enforce it.
-    await connection.run(`SET max_temp_directory_size = ${sqlString(spillMax)}`);
-    await connection.run(`SET allowed_directories = [${sqlString(`${directory}/`)}]`);
-    await connection.run(
-      `SET allowed_paths = [${scope.readable.map((file) => sqlString(path.resolve(file))).join(", ")}]`,
-    );
-    await connection.run("SET enable_external_access = false");
-    await connection.run("SET lock_configuration = true");
-    if (!scope.timeLimitMs) return await work(connection);
-    const interrupt = setTimeout(() => connection.interrupt(), scope.timeLimitMs);
-    try {
-      return await work(connection);
-    } finally {
-      clearTimeout(interrupt);
-    }
-  } finally {
-    connection.closeSync();
-    instance.closeSync();
-  }
 }

@@ -10,7 +10,7 @@ import { renderFilter, WHERE_PARSE_PREFIX } from "./where-filter";
 /**
  * Buyers' queries (contract Part 7), run in an engine process of the query pool
  * (./engine-pool.ts runQueryTask) in a DuckDB instance confined to the order's files and
- * interrupted past its time (./engine-tasks.ts withTaskEngine). The buyer's text is parsed by
+ * interrupted past its time (./task-engine.ts openTaskEngine). The buyer's text is parsed by
  * DuckDB's parser here and checked (./where-filter.ts, ./sql-check.ts); what runs is rendered from
  * the checked tree. A refusal is an AppError with the contract's code; DuckDB's own message has the
  * order's file paths replaced by their names.

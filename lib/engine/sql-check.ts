@@ -5,7 +5,7 @@ import { AppError } from "../errors";
  * serializes SELECT statements only and says "error" for anything else): exactly one SELECT (or
  * WITH ... SELECT); tables named only by the order's views (no schema, no catalog) or the query's
  * own CTEs; no table function but range/generate_series/unnest (files are read through the views
- * only); no function that reads the engine's settings or environment. The sandbox (./engine-tasks.ts
+ * only); no function that reads the engine's settings or environment. The sandbox (./task-engine.ts
  * withTaskEngine: external access off but the order's files, configuration locked) holds whatever
  * passes: this check makes the refusals precise. Pure.
  */

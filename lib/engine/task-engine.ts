@@ -1,0 +1,81 @@
+import { promises as fs } from "node:fs";
+import path from "node:path";
+import { DuckDBInstance, type DuckDBConnection } from "@duckdb/node-api";
+import { datasetEngineSettings, sqlString } from "./engine";
+import type { EngineScope } from "./engine-tasks";
+
+/**
+ * A DuckDB instance for one task, bounded (memory_limit, threads, spilling into the task's
+ * directory up to max_temp_directory_size) and confined: it reads and writes only `scope`. Its
+ * session zone is UTC, so timestamps with a zone read as UTC. Closed when the task ends.
+ */
+export async function withTaskEngine<T>(
+  scope: EngineScope,
+  work: (connection: DuckDBConnection) => Promise<T>,
+): Promise<T> {
+  const engine = await openTaskEngine(scope);
+  try {
+    return await runInTime(engine.connection, scope, work);
+  } finally {
+    engine.close();
+  }
+}
+
+/**
+ * withTaskEngine's instance, configured and locked, and its closing, left to the caller: the engine
+ * process (./task-runner.ts) closes it after the task's answer is sent. Used by one task only.
+ */
+export async function openTaskEngine(scope: EngineScope): Promise<{ connection: DuckDBConnection; close: () => void }> {
+  const settings = datasetEngineSettings();
+  const { memoryLimit, threads } = settings;
+  const spillMax = scope.timeLimitMs ? process.env.DATASET_QUERY_SPILL_MAX || "1GB" : settings.spillMax;
+  const directory = path.resolve(scope.directory);
+  const spill = path.join(directory, "spill");
+  // A task run again after its process was ended from outside (./engine-pool.ts) starts without its spill.
+  await fs.rm(spill, { recursive: true, force: true });
+  const instance = await DuckDBInstance.create(":memory:", {
+    memory_limit: memoryLimit,
+    threads: String(threads),
+    temp_directory: spill,
+    // Files are read only as the app hands them over: no extension downloads.
+    autoinstall_known_extensions: "false",
+    autoload_known_extensions: "false",
+    allow_community_extensions: "false",
+  });
+  const connection = await instance.connect();
+  const close = () => {
+    connection.closeSync();
+    instance.closeSync();
+  };
+  try {
+    await connection.run("SET GLOBAL TimeZone = 'UTC'");
+    // Bounded, so one task cannot fill the disk the database and the other tasks share. Set here:
+    // given to DuckDBInstance.create, DuckDB 1.5 reports it but does not enforce it.
+    await connection.run(`SET max_temp_directory_size = ${sqlString(spillMax)}`);
+    await connection.run(`SET allowed_directories = [${sqlString(`${directory}/`)}]`);
+    await connection.run(
+      `SET allowed_paths = [${scope.readable.map((file) => sqlString(path.resolve(file))).join(", ")}]`,
+    );
+    await connection.run("SET enable_external_access = false");
+    await connection.run("SET lock_configuration = true");
+    return { connection, close };
+  } catch (error) {
+    close();
+    throw error;
+  }
+}
+
+/** `work` on the task's connection, interrupted past the scope's time limit (a buyer's query). */
+export async function runInTime<T>(
+  connection: DuckDBConnection,
+  scope: EngineScope,
+  work: (connection: DuckDBConnection) => Promise<T>,
+): Promise<T> {
+  if (!scope.timeLimitMs) return await work(connection);
+  const interrupt = setTimeout(() => connection.interrupt(), scope.timeLimitMs);
+  try {
+    return await work(connection);
+  } finally {
+    clearTimeout(interrupt);
+  }
+}
