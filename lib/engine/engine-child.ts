@@ -1,4 +1,5 @@
 import { ENGINE_TASKS, type EngineScope, type EngineTaskName } from "./engine-tasks";
+import { QUERY_READABLE } from "./query-tasks";
 import { taskRunner } from "./task-runner";
 
 /**
@@ -21,7 +22,11 @@ if (!process.send) {
 // Resolved once the answer is written to the channel (or the channel is gone: the process then exits).
 const send = (reply: EngineReply) =>
   new Promise<void>((resolve) => process.send!(reply, undefined, {}, () => resolve()));
-const run = taskRunner(ENGINE_TASKS as unknown as Parameters<typeof taskRunner>[0], send);
+const run = taskRunner(
+  ENGINE_TASKS as unknown as Parameters<typeof taskRunner>[0],
+  send,
+  QUERY_READABLE as unknown as Parameters<typeof taskRunner>[2],
+);
 
 process.on("message", (request: EngineRequest) => void run(request));
 process.on("disconnect", () => process.exit(0));

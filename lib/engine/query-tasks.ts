@@ -101,14 +101,22 @@ export const QUERY_TASKS = {
 
   /** The tables a query reads (its checked parse), so the server can make their files readable. */
   async sqlTables(connection: DuckDBConnection, input: { sql: string }): Promise<{ tables: string[] }> {
-    const { tables } = checkSelect(await serialized(connection, input.sql), input.sql);
-    return { tables };
+    return { tables: await checkedTables(connection, input.sql) };
   },
 
-  /** The query, checked again, over views of the order's tables; at most `limit` rows, streamed. */
-  async orderSql(connection: DuckDBConnection, input: SqlInput): Promise<SqlOutput> {
-    return explained(viewFiles(input.views), "invalid_sql", async () => {
-      const result = await connection.streamAndReadUntil(await checkedSql(connection, input), input.limit + 1);
+  /**
+   * The query, checked again, over views of the order's tables; at most `limit` rows, streamed.
+   * `views` may hold more than it reads (./sql.ts guesses them): only the named ones are made and
+   * readable (QUERY_READABLE); a name the views lack is answered `unresolved`, nothing run.
+   */
+  async orderSql(connection: DuckDBConnection, input: SqlInput): Promise<SqlOutput | Unresolved> {
+    const views = namedViews(await checkedTables(connection, input.sql), input.views);
+    if ("unresolved" in views) return views;
+    return explained(viewFiles(views), "invalid_sql", async () => {
+      const result = await connection.streamAndReadUntil(
+        await sqlOverViews(connection, input.sql, views),
+        input.limit + 1,
+      );
       const columns = columnsOf(result);
       const rows = (result.getRowsJson() as Json[][]).slice(0, input.limit + 1);
       return {
@@ -124,14 +132,16 @@ export const QUERY_TASKS = {
 
   /**
    * The query's first `limit` rows written by DuckDB as Parquet (zstd) into `target`, in the task's
-   * own directory: the Query page's result as a file, with the columns' own types.
+   * own directory: the Query page's result as a file, with the columns' own types. Views as orderSql's.
    */
   async orderSqlParquet(
     connection: DuckDBConnection,
     input: SqlInput & { target: string },
-  ): Promise<{ truncated: boolean }> {
-    return explained(viewFiles(input.views), "invalid_sql", async () => {
-      const sql = await checkedSql(connection, input);
+  ): Promise<{ truncated: boolean } | Unresolved> {
+    const views = namedViews(await checkedTables(connection, input.sql), input.views);
+    if ("unresolved" in views) return views;
+    return explained(viewFiles(views), "invalid_sql", async () => {
+      const sql = await sqlOverViews(connection, input.sql, views);
       // One run of the query, kept in memory (at most limit + 1 rows) in the order it answered.
       await connection.run(`CREATE TEMP TABLE ${RESULT_TABLE} AS SELECT * FROM (${sql}) LIMIT ${input.limit + 1}`);
       const counted = await connection.runAndReadAll(`SELECT count(*) FROM ${RESULT_TABLE}`);
@@ -143,6 +153,34 @@ export const QUERY_TASKS = {
   },
 };
 
+/**
+ * What a task may read, decided in its instance before its configuration is locked
+ * (./task-engine.ts openTaskEngine), within the files the server handed over: a SQL query's
+ * views' files, only those of the views it names (its checked parse).
+ */
+export const QUERY_READABLE: Record<string, (connection: DuckDBConnection, input: never) => Promise<string[]>> = {
+  orderSql: readableOfNamedViews,
+  orderSqlParquet: readableOfNamedViews,
+};
+
+async function readableOfNamedViews(connection: DuckDBConnection, input: SqlInput): Promise<string[]> {
+  const named = namedViews(await checkedTables(connection, input.sql), input.views);
+  return "unresolved" in named ? [] : viewFiles(named).map((file) => file.path);
+}
+
+/** Views a query names that the server did not hand over: it resolves them and runs the query again. */
+export type Unresolved = { unresolved: string[] };
+
+/** The views `tables` (the query's names) name, each made under the query's spelling, or the names not given. */
+function namedViews(tables: string[], views: SqlView[]): SqlView[] | Unresolved {
+  // DuckDB's names ignore case: "Products" and products are one view.
+  const distinct = [...new Map(tables.map((name) => [name.toLowerCase(), name])).values()];
+  const given = new Map(views.map((view) => [view.name.toLowerCase(), view]));
+  const unresolved = distinct.filter((name) => !given.has(name.toLowerCase()));
+  if (unresolved.length > 0) return { unresolved };
+  return distinct.map((name) => ({ ...given.get(name.toLowerCase())!, name }));
+}
+
 type SqlInput = { sql: string; views: SqlView[]; limit: number };
 /** A name no view of the order can take (table names are lower-case letters, digits and `_`, starting with a letter). */
 const RESULT_TABLE = '"__query result"';
@@ -150,18 +188,20 @@ const RESULT_TABLE = '"__query result"';
 const viewFiles = (views: SqlView[]) =>
   views.flatMap((view) => [...view.files, ...(view.changes ?? []).map(({ file }) => file)]);
 
+/** The tables the query reads, once its parse is checked (./sql-check.ts). */
+async function checkedTables(connection: DuckDBConnection, sql: string): Promise<string[]> {
+  return checkSelect(await serialized(connection, sql), sql).tables;
+}
+
 /**
- * The query checked again (./sql-check.ts) with its views made, as what runs: DuckDB's rendering of
- * the checked parse (no comment, no second statement). The parse goes from serializer to
- * deserializer inside DuckDB: through JavaScript's numbers, its 64-bit fields (locations, big
- * literals) would not survive.
+ * The checked query with its views made, as what runs: DuckDB's rendering of the parse (no
+ * comment, no second statement). The parse goes from serializer to deserializer inside DuckDB:
+ * through JavaScript's numbers, its 64-bit fields (locations, big literals) would not survive.
  */
-async function checkedSql(connection: DuckDBConnection, input: SqlInput): Promise<string> {
-  checkSelect(await serialized(connection, input.sql), input.sql);
-  for (const view of input.views)
-    await connection.run(`CREATE TEMP VIEW ${sqlIdentifier(view.name)} AS ${viewSql(view)}`);
+async function sqlOverViews(connection: DuckDBConnection, sql: string, views: SqlView[]): Promise<string> {
+  for (const view of views) await connection.run(`CREATE TEMP VIEW ${sqlIdentifier(view.name)} AS ${viewSql(view)}`);
   const rendered = await connection.runAndReadAll("SELECT json_deserialize_sql(json_serialize_sql($1::VARCHAR))", [
-    input.sql,
+    sql,
   ]);
   return String(rendered.getRowsJson()[0]?.[0] ?? "");
 }

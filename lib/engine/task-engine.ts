@@ -24,8 +24,13 @@ export async function withTaskEngine<T>(
 /**
  * withTaskEngine's instance, configured and locked, and its closing, left to the caller: the engine
  * process (./task-runner.ts) closes it after the task's answer is sent. Used by one task only.
+ * `readableOf`, run before anything is readable or locked, may narrow the files the task reads
+ * (never widen: only files of `scope.readable` are kept); it runs no SQL of the buyer's.
  */
-export async function openTaskEngine(scope: EngineScope): Promise<{ connection: DuckDBConnection; close: () => void }> {
+export async function openTaskEngine(
+  scope: EngineScope,
+  readableOf?: (connection: DuckDBConnection) => Promise<string[]>,
+): Promise<{ connection: DuckDBConnection; close: () => void }> {
   const settings = datasetEngineSettings();
   const { memoryLimit, threads } = settings;
   const spillMax = scope.timeLimitMs ? process.env.DATASET_QUERY_SPILL_MAX || "1GB" : settings.spillMax;
@@ -53,8 +58,13 @@ export async function openTaskEngine(scope: EngineScope): Promise<{ connection: 
     // given to DuckDBInstance.create, DuckDB 1.5 reports it but does not enforce it.
     await connection.run(`SET max_temp_directory_size = ${sqlString(spillMax)}`);
     await connection.run(`SET allowed_directories = [${sqlString(`${directory}/`)}]`);
+    const handed = new Set(scope.readable.map((file) => path.resolve(file)));
+    const readable = readableOf ? (await readableOf(connection)).map((file) => path.resolve(file)) : [...handed];
     await connection.run(
-      `SET allowed_paths = [${scope.readable.map((file) => sqlString(path.resolve(file))).join(", ")}]`,
+      `SET allowed_paths = [${readable
+        .filter((file) => handed.has(file))
+        .map(sqlString)
+        .join(", ")}]`,
     );
     await connection.run("SET enable_external_access = false");
     await connection.run("SET lock_configuration = true");

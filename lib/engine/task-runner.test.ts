@@ -79,4 +79,23 @@ describe("the engine process's task runner", () => {
     expect(replies).toMatchObject([{ id: 7, ok: false, error: { message: expect.stringMatching(/no_such_table/) } }]);
     expect(await answers(kept!)).toBe(false);
   });
+
+  it("lets a task narrow the files it reads before the lock, never widen them", async () => {
+    const handed = [path.join(directory, "a.parquet"), path.join(directory, "b.parquet")];
+    const replies: EngineReply[] = [];
+    const run = taskRunner(
+      {
+        async allowed(connection: DuckDBConnection) {
+          const setting = await connection.runAndReadAll("SELECT current_setting('allowed_paths')");
+          return setting.getRowsJson()[0]![0];
+        },
+      },
+      async (reply) => {
+        replies.push(reply);
+      },
+      { allowed: async () => [handed[1]!, "/etc/passwd"] },
+    );
+    await run({ ...request(8, "allowed"), scope: { directory, readable: handed } });
+    expect(replies).toEqual([{ id: 8, ok: true, value: [handed[1]] }]);
+  });
 });

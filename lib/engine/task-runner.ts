@@ -4,35 +4,37 @@ import { UnreadableFileError } from "./checks";
 import type { EngineReply, EngineRequest } from "./engine-child";
 import { openTaskEngine, runInTime } from "./task-engine";
 
-type Perform = (connection: DuckDBConnection, input: unknown) => Promise<unknown>;
+type Perform<T = unknown> = (connection: DuckDBConnection, input: unknown) => Promise<T>;
 
 /**
  * The engine process's tasks, one at a time, each in an instance of its own (the sandbox: never
  * reused by another task). A task's answer is sent first and its instance closed after (closing
  * takes about 17 ms, bench:explore), and the next task starts only once that close is done: one
  * instance open at a time, so the process's memory bounds hold. `send` resolves when the answer
- * is handed over.
+ * is handed over. `readable` narrows a task's files before its instance is locked (openTaskEngine).
  */
 export function taskRunner(
   tasks: Record<string, Perform>,
   send: (reply: EngineReply) => Promise<void>,
+  readable: Record<string, Perform<string[]>> = {},
 ): (request: EngineRequest) => Promise<void> {
   let previous: Promise<void> = Promise.resolve();
   return (request) => {
-    previous = previous.then(() => answerThenClose(tasks, request, send));
+    previous = previous.then(() => answerThenClose({ tasks, readable }, request, send));
     return previous;
   };
 }
 
 async function answerThenClose(
-  tasks: Record<string, Perform>,
+  { tasks, readable }: { tasks: Record<string, Perform>; readable: Record<string, Perform<string[]>> },
   { id, task, input, scope }: EngineRequest,
   send: (reply: EngineReply) => Promise<void>,
 ): Promise<void> {
   let close: (() => void) | undefined;
   let reply: EngineReply;
   try {
-    const engine = await openTaskEngine(scope);
+    const readableOf = readable[task];
+    const engine = await openTaskEngine(scope, readableOf && ((connection) => readableOf(connection, input)));
     close = engine.close;
     const value = await runInTime(engine.connection, scope, (connection) => tasks[task]!(connection, input));
     reply = { id, ok: true, value };

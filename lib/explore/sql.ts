@@ -1,7 +1,7 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { withTempDir } from "../engine/engine";
-import type { QueryColumn, QueryFile, SqlView } from "../engine/query-tasks";
+import type { QueryColumn, QueryFile, SqlView, Unresolved } from "../engine/query-tasks";
 import type { Json } from "../engine/preview-values";
 import { parenthesisDepth, WHERE_MAX_DEPTH } from "../engine/where-filter";
 import { AppError } from "../errors";
@@ -15,8 +15,8 @@ import { withCachedCopies } from "./query-cache";
  * `GET /orders/{id}/sql` (contract Part 7): one read-only SELECT over views of the order's tables:
  * `name` (its current version), `"name@N"` (version N) and `"name@changes"` (every kept version's
  * change rows, with `_change_type` and `_commit_version`). The query is parsed and checked in the
- * engine first (lib/engine/sql-check.ts), which says which views it reads; only their files are
- * made readable, and the query runs checked again over them.
+ * engine (lib/engine/sql-check.ts), which says which views it reads; only their files are made
+ * readable, and the query runs checked again over them, in one engine task where it can be.
  */
 
 export type SqlAnswer = { columns: QueryColumn[]; rows: Json[][]; truncated: boolean };
@@ -24,10 +24,11 @@ export type SqlAnswer = { columns: QueryColumn[]; rows: Json[][]; truncated: boo
 type SqlRequest = { buyerId: string; orderId: string; sql: string; limit: number };
 
 export function runOrderSql(input: SqlRequest): Promise<SqlAnswer> {
-  return withCachedCopies(async () => {
-    const { views, files } = await viewsOfQuery(input);
-    return runBuyerQuery(input.buyerId, "orderSql", { sql: input.sql, views, limit: input.limit }, files);
-  });
+  return withCachedCopies(() =>
+    withViewsOf(input, (views, files) =>
+      runBuyerQuery(input.buyerId, "orderSql", { sql: input.sql, views, limit: input.limit }, files),
+    ),
+  );
 }
 
 /**
@@ -35,42 +36,88 @@ export function runOrderSql(input: SqlRequest): Promise<SqlAnswer> {
  * download), with the same checks; `truncated` says more rows exist.
  */
 export function orderSqlParquet(input: SqlRequest): Promise<{ body: Buffer; truncated: boolean }> {
-  return withCachedCopies(async () => {
-    const { views, files } = await viewsOfQuery(input);
-    return withTempDir(async (directory) => {
+  return withCachedCopies(() =>
+    withTempDir(async (directory) => {
       const target = path.join(directory, "result.parquet");
-      const { truncated } = await runBuyerQueryIn(
-        directory,
-        input.buyerId,
-        "orderSqlParquet",
-        { sql: input.sql, views, limit: input.limit, target },
-        files,
+      const { truncated } = await withViewsOf(input, (views, files) =>
+        runBuyerQueryIn(
+          directory,
+          input.buyerId,
+          "orderSqlParquet",
+          { sql: input.sql, views, limit: input.limit, target },
+          files,
+        ),
       );
       return { body: await fs.readFile(target), truncated };
-    });
-  });
+    }),
+  );
 }
 
-/** The views the query reads, each a table of the order, and the files they may read. */
-async function viewsOfQuery(input: SqlRequest): Promise<{ views: SqlView[]; files: QueryFile[] }> {
-  if (input.sql.trim() === "") throw new AppError("invalid_sql", "q: the query is empty.");
-  if (input.sql.length > SQL_MAX_LENGTH) {
-    throw new AppError(
-      "invalid_sql",
-      `q: it is ${input.sql.length} characters long; at most ${SQL_MAX_LENGTH} are allowed.`,
-    );
+/**
+ * `run` over the views the query reads, in one engine task when it can: handed the current version
+ * of every table the text mentions, the engine makes readable only those its parse names
+ * (lib/engine/query-tasks.ts QUERY_READABLE). A query naming anything else (`name@N`, `name@changes`,
+ * a table the order lacks) costs a task more: `sqlTables` says what it reads, and those views only
+ * are handed over (or the name refused).
+ */
+async function withViewsOf<T extends object>(
+  input: SqlRequest,
+  run: (views: SqlView[], files: QueryFile[]) => Promise<T | Unresolved>,
+): Promise<T> {
+  checkSqlText(input.sql);
+  const tables = await deliveredOrderTables(input.buyerId, input.orderId);
+  if (!input.sql.includes("@")) {
+    const views = await currentViewsMentioned(tables, input.sql);
+    const answer = await run(views, viewFiles(views));
+    if (!("unresolved" in answer)) return answer;
   }
-  if (parenthesisDepth(input.sql) > WHERE_MAX_DEPTH) {
+  const views = await viewsOfQuery(input, tables);
+  const answer = await run(views, viewFiles(views));
+  // The engine's parse named these very views: it cannot miss one.
+  if ("unresolved" in answer) throw new Error(`The engine did not resolve ${answer.unresolved.join(", ")}.`);
+  return answer;
+}
+
+function checkSqlText(sql: string): void {
+  if (sql.trim() === "") throw new AppError("invalid_sql", "q: the query is empty.");
+  if (sql.length > SQL_MAX_LENGTH) {
+    throw new AppError("invalid_sql", `q: it is ${sql.length} characters long; at most ${SQL_MAX_LENGTH} are allowed.`);
+  }
+  if (parenthesisDepth(sql) > WHERE_MAX_DEPTH) {
     throw new AppError("invalid_sql", `q: parentheses nest deeper than ${WHERE_MAX_DEPTH} levels.`);
   }
-  const tables = await deliveredOrderTables(input.buyerId, input.orderId);
+}
+
+/**
+ * The current version of each table whose name the text holds as a word (any case): what a query
+ * most often reads. A table whose parts cannot be handed over now is left out: if the query names
+ * it, the second path says why (e.g. rendition_pending). In S3 storage a mentioned table's parts
+ * are copied into the query cache even if the query does not read them (a name in a literal).
+ */
+async function currentViewsMentioned(tables: OrderTable[], sql: string): Promise<SqlView[]> {
+  const words = new Set(sql.toLowerCase().split(/[^a-z0-9_]+/));
+  const mentioned = tables.filter((table) => table.currentVersion !== null && words.has(table.name.toLowerCase()));
+  const views = await Promise.all(
+    mentioned.map((table) =>
+      versionFiles(table, table.currentVersion!).then(
+        (files) => ({ name: table.name, files }),
+        () => undefined,
+      ),
+    ),
+  );
+  return views.filter((view) => view !== undefined);
+}
+
+/** The views the query reads, each a table of the order, by the engine's parse of it. */
+async function viewsOfQuery(input: SqlRequest, tables: OrderTable[]): Promise<SqlView[]> {
   const { tables: named } = await runBuyerQuery(input.buyerId, "sqlTables", { sql: input.sql }, []);
   // DuckDB's names ignore case: "Products" and products are one view.
   const distinct = [...new Map(named.map((name) => [name.toLowerCase(), name])).values()];
-  const views = await Promise.all(distinct.map((name) => viewOf(tables, name)));
-  const files = views.flatMap((view) => [...view.files, ...(view.changes ?? []).map(({ file }) => file)]);
-  return { views, files };
+  return Promise.all(distinct.map((name) => viewOf(tables, name)));
 }
+
+const viewFiles = (views: SqlView[]) =>
+  views.flatMap((view) => [...view.files, ...(view.changes ?? []).map(({ file }) => file)]);
 
 const VIEW_NAME = /^(.+?)(?:@(\d{1,9}|changes))?$/i;
 

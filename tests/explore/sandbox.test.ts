@@ -239,6 +239,12 @@ describe("sql", () => {
       ["update_preimage", 2, 5],
     ]);
     expect((await answer("SELECT count(*) FROM products JOIN PRODUCTS p2 USING (id)")).rows).toEqual([[50]]);
+    // Tables the text mentions but does not read (a literal, a CTE of the same name) are not views of the query.
+    const shadowed =
+      "WITH events AS (SELECT 2 AS n) SELECT n, (SELECT count(*) FROM products) FROM events WHERE 'big' <> ''";
+    expect((await answer(shadowed)).rows).toEqual([[2, 50]]);
+    const both = `SELECT (SELECT count(*) FROM "Products")::INTEGER, (SELECT count(*) FROM "products@1")::INTEGER`;
+    expect((await answer(both)).rows).toEqual([[50, 60]]);
     const cut = await answer("WITH p AS (SELECT id FROM products) SELECT id FROM p ORDER BY id", 4);
     expect(cut).toMatchObject({ rows: [[1], [2], [3], [4]], truncated: true });
   });
