@@ -1,6 +1,6 @@
-import { ENGINE_TASKS, type EngineScope, type EngineTaskName } from "./engine-tasks";
+import { ENGINE_TASKS } from "./engine-tasks";
 import { QUERY_READABLE } from "./query-tasks";
-import { taskRunner } from "./task-runner";
+import { taskRunner, type EngineReply, type EngineRequest } from "./task-runner";
 
 /**
  * An engine process (started by ./engine-pool.ts with an IPC channel): runs one task at a time as
@@ -8,11 +8,6 @@ import { taskRunner } from "./task-runner";
  * a file, only this process dies; the parent fails that file and starts another. It exits when its
  * parent goes away.
  */
-
-export type EngineRequest = { id: number; task: EngineTaskName; input: unknown; scope: EngineScope };
-export type EngineReply =
-  | { id: number; ok: true; value: unknown }
-  | { id: number; ok: false; error: { message: string; unreadable: boolean; code?: string } };
 
 if (!process.send) {
   console.error("lib/engine/engine-child.ts runs only as a child process of the app (lib/engine/engine-pool.ts).");

@@ -7,7 +7,7 @@ import { dropProcessSingleton, processSingleton } from "../singleton";
 import { UnreadableFileError } from "./checks";
 import { childStart } from "./child-start";
 import { datasetEngineSettings, type DatasetEngineSettings } from "./engine";
-import type { EngineReply, EngineRequest } from "./engine-child";
+import type { EngineReply, EngineRequest } from "./task-runner";
 import type { EngineScope, EngineTaskInput, EngineTaskName, EngineTaskOutput } from "./engine-tasks";
 
 /**

@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import type { DuckDBConnection } from "@duckdb/node-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { EngineReply, EngineRequest } from "./engine-child";
+import type { EngineReply, EngineRequest } from "./task-runner";
 import { taskRunner } from "./task-runner";
 
 /** The engine process's tasks: the answer goes out before the instance closes, one instance at a time, none reused. */

@@ -1,8 +1,14 @@
 import type { DuckDBConnection } from "@duckdb/node-api";
 import { AppError } from "../errors";
 import { UnreadableFileError } from "./checks";
-import type { EngineReply, EngineRequest } from "./engine-child";
+import type { EngineScope, EngineTaskName } from "./engine-tasks";
 import { openTaskEngine, runInTime } from "./task-engine";
+
+/** What the app asks an engine process (./engine-child.ts) over its IPC channel, and its answer. */
+export type EngineRequest = { id: number; task: EngineTaskName; input: unknown; scope: EngineScope };
+export type EngineReply =
+  | { id: number; ok: true; value: unknown }
+  | { id: number; ok: false; error: { message: string; unreadable: boolean; code?: string } };
 
 type Perform<T = unknown> = (connection: DuckDBConnection, input: unknown) => Promise<T>;
 
