@@ -158,6 +158,22 @@ describe("downloads from object storage", () => {
 type Run = { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string };
 
 /** The operator CLI, as `npm run admin` runs it, against the test database and store. */
+/**
+ * Sends `signal` to `child` once `condition` holds, checked every 20 ms, one check at a time. Checks that
+ * overlapped (a slow store under load) each sent the signal, and a second SIGINT ends the CLI at once by
+ * design, so the interrupted upload's own exit (130) was never seen.
+ */
+function killOnceWhen(child: ReturnType<typeof spawn>, signal: NodeJS.Signals, condition: () => Promise<boolean>) {
+  let exited = false;
+  child.on("exit", () => (exited = true));
+  const check = async () => {
+    if (exited) return;
+    if (await condition()) child.kill(signal);
+    else setTimeout(check, 20);
+  };
+  setTimeout(check, 20);
+}
+
 function admin(
   args: string[],
   options: { extraEnv?: Record<string, string>; onStart?: (child: ReturnType<typeof spawn>) => void } = {},
@@ -258,15 +274,7 @@ describe("order:add-file with object storage", () => {
       const partsBefore = (await s3.uploadedParts()).length;
       const run = await admin(["order:add-file", "--order", target.id, "--path", file, "--name", "big.bin"], {
         // Interrupted once the store has received a part: the upload is under way.
-        onStart: (child) => {
-          const poll = setInterval(async () => {
-            if ((await s3.uploadedParts()).length > partsBefore) {
-              clearInterval(poll);
-              child.kill(signal);
-            }
-          }, 20);
-          child.on("exit", () => clearInterval(poll));
-        },
+        onStart: (child) => killOnceWhen(child, signal, async () => (await s3.uploadedParts()).length > partsBefore),
       });
       await fs.rm(file);
       if (signal === "SIGINT") {
@@ -308,15 +316,7 @@ describe("storage:migrate --to s3", () => {
 
     // Killed once the first rows have switched.
     const killed = await admin(["storage:migrate", "--to", "s3", "--json"], {
-      onStart: (child) => {
-        const poll = setInterval(async () => {
-          if ((await localRows()).length <= 10) {
-            clearInterval(poll);
-            child.kill("SIGKILL");
-          }
-        }, 20);
-        child.on("exit", () => clearInterval(poll));
-      },
+      onStart: (child) => killOnceWhen(child, "SIGKILL", async () => (await localRows()).length <= 10),
     });
     expect(killed.signal).toBe("SIGKILL");
     const remainingKeys = (await localRows()).map((row) => row.storageKey);
