@@ -1,10 +1,11 @@
 import type { QueryColumn } from "../engine/query-tasks";
 import type { Json } from "../engine/preview-values";
-import { lexFilter, unknownColumn } from "../engine/where-filter";
+import { unknownColumn } from "../engine/where-filter";
 import { AppError } from "../errors";
 import { runBuyerQuery } from "./engine-run";
-import { deliveredOrderTables, keptVersion, tableOf, versionFiles } from "./files";
+import { versionFiles } from "./files";
 import { withCachedCopies } from "./query-cache";
+import { resolveTableRequest, type TableRequest } from "./table-request";
 
 /**
  * `GET /orders/{id}/tables/{name}/rows` (contract Part 7): a page of a version's rows, the columns
@@ -12,13 +13,7 @@ import { withCachedCopies } from "./query-cache";
  * sort, then the key, then the parts' file order), so `offset` pages neither overlap nor skip.
  */
 
-export type RowsRequest = {
-  buyerId: string;
-  orderId: string;
-  table: string;
-  version?: number;
-  columns?: string[];
-  where?: string;
+export type RowsRequest = TableRequest & {
   orderBy?: string;
   limit: number;
   offset: number;
@@ -30,13 +25,7 @@ export function readTableRows(request: RowsRequest): Promise<RowsPage> {
 }
 
 async function pageOfRows(request: RowsRequest): Promise<RowsPage> {
-  // The filter's text first: refused as it is, whatever the table.
-  if (request.where !== undefined) lexFilter(request.where);
-  const tables = await deliveredOrderTables(request.buyerId, request.orderId);
-  const table = tableOf(tables, request.orderId, request.table);
-  const version = await keptVersion(table, request.version ?? table.currentVersion);
-  const names = version.columns.map((column) => column.name);
-  const select = request.columns ? chosenColumns(request.columns, names) : names;
+  const { table, version, names, select } = await resolveTableRequest(request);
   const orderBy = request.orderBy === undefined ? [] : parseOrderBy(request.orderBy, names);
   const sorted = new Set(orderBy.map(({ column }) => column));
   for (const column of table.key) if (!sorted.has(column)) orderBy.push({ column, descending: false });
@@ -53,19 +42,6 @@ async function pageOfRows(request: RowsRequest): Promise<RowsPage> {
     rows: page.rows,
     next_offset: page.more ? request.offset + request.limit : null,
   };
-}
-
-/** The asked columns, each a column of the version, none twice. */
-export function chosenColumns(asked: string[], names: string[]): string[] {
-  const seen = new Set<string>();
-  for (const name of asked) {
-    if (!names.includes(name)) throw unknownColumn("columns", name, names);
-    if (seen.has(name)) throw new AppError("invalid_request", `columns: ${JSON.stringify(name)} is asked twice.`);
-    seen.add(name);
-  }
-  if (seen.size === 0)
-    throw new AppError("invalid_request", "columns: name at least one column, or leave it out for all.");
-  return asked;
 }
 
 const ORDER_ITEM = /^\s*(?:"((?:[^"]|"")+)"|([\p{L}_][\p{L}\p{N}_]*))(?:\s+(asc|desc))?\s*$/iu;

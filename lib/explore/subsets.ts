@@ -2,13 +2,12 @@ import { createHash } from "node:crypto";
 import { now } from "../clock";
 import { sqlQuery } from "../db/client";
 import { RENDITION_CONTENT_TYPES, subsetName, type RenditionFormat } from "../data-formats";
-import { lexFilter } from "../engine/where-filter";
 import { AppError, type ErrorCode } from "../errors";
 import { jobTransaction, QUEUES, sendJob } from "../queue";
 import { runBuyerQuery } from "./engine-run";
-import { deliveredOrderTables, keptVersion, tableOf, versionFiles } from "./files";
+import { versionFiles } from "./files";
 import { withCachedCopies } from "./query-cache";
-import { chosenColumns } from "./rows";
+import { resolveTableRequest, type TableRequest } from "./table-request";
 
 /**
  * `GET /orders/{id}/tables/{name}/subset` (contract Part 7): every matching row of a version, the
@@ -24,13 +23,7 @@ export const SUBSET_KEEP_HOURS = 24;
 /** A client asked for a subset being made: ask again after this long. */
 export const SUBSET_RETRY_AFTER_SECONDS = 5;
 
-export type SubsetRequest = {
-  buyerId: string;
-  orderId: string;
-  table: string;
-  version?: number;
-  columns?: string[];
-  where?: string;
+export type SubsetRequest = TableRequest & {
   format: RenditionFormat;
 };
 
@@ -51,13 +44,7 @@ export function subsetFile(request: SubsetRequest): Promise<SubsetFile> {
 }
 
 async function requestedSubset(request: SubsetRequest): Promise<SubsetFile> {
-  // The filter's text first: refused as it is, whatever the table.
-  if (request.where !== undefined) lexFilter(request.where);
-  const tables = await deliveredOrderTables(request.buyerId, request.orderId);
-  const table = tableOf(tables, request.orderId, request.table);
-  const version = await keptVersion(table, request.version ?? table.currentVersion);
-  const names = version.columns.map((column) => column.name);
-  const select = request.columns ? chosenColumns(request.columns, names) : names;
+  const { table, version, names, select } = await resolveTableRequest(request);
   // Normalized: no columns and every column in the version's order are one request.
   const requestKey = createHash("sha256")
     .update(JSON.stringify([request.orderId, table.id, version.version, select, request.where ?? null, request.format]))

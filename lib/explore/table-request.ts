@@ -1,0 +1,50 @@
+import { lexFilter, unknownColumn } from "../engine/where-filter";
+import { AppError } from "../errors";
+import { deliveredOrderTables, keptVersion, tableOf, type OrderTable, type TableVersion } from "./files";
+
+/**
+ * What rows and subsets ask alike (contract Part 7): a version of one table of the buyer's
+ * delivered order, some of its columns, a filter. Checked in one order for both, so the same
+ * request is refused with the same error by either: the filter's text first (refused as it is,
+ * whatever the table), then the order, the table, the version, the columns.
+ */
+export type TableRequest = {
+  buyerId: string;
+  orderId: string;
+  table: string;
+  version?: number;
+  columns?: string[];
+  where?: string;
+};
+
+export type ResolvedTableRequest = {
+  table: OrderTable & { currentVersion: number };
+  version: TableVersion;
+  /** Every column of the version, in its order. */
+  names: string[];
+  /** The asked columns, or every column. */
+  select: string[];
+};
+
+export async function resolveTableRequest(request: TableRequest): Promise<ResolvedTableRequest> {
+  if (request.where !== undefined) lexFilter(request.where);
+  const tables = await deliveredOrderTables(request.buyerId, request.orderId);
+  const table = tableOf(tables, request.orderId, request.table);
+  const version = await keptVersion(table, request.version ?? table.currentVersion);
+  const names = version.columns.map((column) => column.name);
+  const select = request.columns ? chosenColumns(request.columns, names) : names;
+  return { table, version, names, select };
+}
+
+/** The asked columns, each a column of the version, none twice. */
+function chosenColumns(asked: string[], names: string[]): string[] {
+  const seen = new Set<string>();
+  for (const name of asked) {
+    if (!names.includes(name)) throw unknownColumn("columns", name, names);
+    if (seen.has(name)) throw new AppError("invalid_request", `columns: ${JSON.stringify(name)} is asked twice.`);
+    seen.add(name);
+  }
+  if (seen.size === 0)
+    throw new AppError("invalid_request", "columns: name at least one column, or leave it out for all.");
+  return asked;
+}
