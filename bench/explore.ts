@@ -14,11 +14,10 @@ import { closeJobQueue } from "../lib/queue";
 import { processPendingNow } from "../lib/tables/pipeline";
 import { publishTable } from "../lib/tables/publish";
 import {
-  BENCH_AUTH_SECRET,
+  benchWorkspace,
   commandLine,
   createBenchKeys,
   descendants,
-  freshBenchDatabase,
   log,
   median,
   report,
@@ -65,16 +64,10 @@ const GROUP_BY =
   "SELECT category, count(*) AS n, round(avg(price), 2) AS mean_price, sum(quantity) AS units FROM products GROUP BY category ORDER BY category";
 const loadAverage = () => os.loadavg().map((value) => round(value, 2));
 
-const databaseUrl = await freshBenchDatabase("dataset_access_bench_explore");
-const workDir = await fs.mkdtemp(path.join(os.tmpdir(), "bench-explore-"));
 // The server's engine runs with the product's defaults; publishing 10 M keyed rows in this process
 // gets more memory for the key check and the first change file (bench:quality: 256 MB is too little).
 const serverMemory = process.env.DATASET_MEMORY_LIMIT ?? "256MB";
-Object.assign(process.env, {
-  DATABASE_URL: databaseUrl,
-  STORAGE_DIR: path.join(workDir, "storage"),
-  DATASET_TEMP_DIR: path.join(workDir, "engine"),
-  AUTH_SECRET: BENCH_AUTH_SECRET,
+const { databaseUrl, workDir } = await benchWorkspace("explore", {
   DATASET_MEMORY_LIMIT: process.env.BENCH_EXPLORE_PUBLISH_MEMORY ?? "1GB",
 });
 const { threads } = datasetEngineSettings();
