@@ -9,7 +9,7 @@ import { renderFilter, WHERE_PARSE_PREFIX } from "./where-filter";
 
 /**
  * Buyers' queries (contract Part 7), run in an engine process of the query pool
- * (./engine-pool.ts runQueryTask) in a DuckDB instance confined to the order's files and
+ * (./query-pool.ts runQueryTask) in a DuckDB instance confined to the order's files and
  * interrupted past its time (./task-engine.ts openTaskEngine). The buyer's text is parsed by
  * DuckDB's parser here and checked (./where-filter.ts, ./sql-check.ts); what runs is rendered from
  * the checked tree. A refusal is an AppError with the contract's code; DuckDB's own message has the
@@ -303,8 +303,8 @@ export async function parsedFilter(connection: DuckDBConnection, where: string, 
 }
 
 /**
- * `work`, with DuckDB's failures as the buyer's errors: interrupted (past the time limit) as
- * query_timeout, memory or spill exhausted as query_timeout too (a narrower query needs less), any
+ * `work`, with DuckDB's failures as the buyer's errors (past the time limit is query_timeout, said
+ * by ./task-engine.ts runInTime): memory or spill exhausted as query_timeout too (a narrower query needs less), any
  * other as `code` with DuckDB's first line, the order's file paths shown as their names.
  */
 async function explained<T>(files: QueryFile[], code: ErrorCode, work: () => Promise<T>): Promise<T> {
@@ -313,12 +313,6 @@ async function explained<T>(files: QueryFile[], code: ErrorCode, work: () => Pro
   } catch (error) {
     if (error instanceof AppError) throw error;
     const message = error instanceof Error ? error.message : String(error);
-    if (/^INTERRUPT Error/.test(message)) {
-      throw new AppError(
-        "query_timeout",
-        "The query needed more than 10 seconds of engine time: narrow it (a filter, fewer columns, a smaller limit).",
-      );
-    }
     if (/^Out of Memory Error/.test(message) || SPILL_LIMIT.test(message)) {
       throw new AppError(
         "query_timeout",

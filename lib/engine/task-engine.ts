@@ -1,6 +1,7 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { DuckDBInstance, type DuckDBConnection } from "@duckdb/node-api";
+import { AppError } from "../errors";
 import { datasetEngineSettings, sqlString } from "./engine";
 import type { EngineScope } from "./engine-tasks";
 
@@ -81,10 +82,22 @@ export async function runInTime<T>(
   scope: EngineScope,
   work: (connection: DuckDBConnection) => Promise<T>,
 ): Promise<T> {
-  if (!scope.timeLimitMs) return await work(connection);
-  const interrupt = setTimeout(() => connection.interrupt(), scope.timeLimitMs);
+  const limitMs = scope.timeLimitMs;
+  if (!limitMs) return await work(connection);
+  let interrupted = false;
+  const interrupt = setTimeout(() => {
+    interrupted = true;
+    connection.interrupt();
+  }, limitMs);
   try {
     return await work(connection);
+  } catch (error) {
+    // The limit said as it is set (DATASET_QUERY_SECONDS), not as the contract's default.
+    if (!interrupted) throw error;
+    throw new AppError(
+      "query_timeout",
+      `The query needed more than ${limitMs / 1000} seconds of engine time: narrow it (a filter, fewer columns, a smaller limit).`,
+    );
   } finally {
     clearTimeout(interrupt);
   }
