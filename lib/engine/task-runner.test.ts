@@ -80,6 +80,31 @@ describe("the engine process's task runner", () => {
     expect(await answers(kept!)).toBe(false);
   });
 
+  it("gives each task, on the instance made ahead, its spill directory, no external access and a lock", async () => {
+    const replies: EngineReply[] = [];
+    const run = taskRunner(
+      {
+        async settings(connection: DuckDBConnection) {
+          const names = ["temp_directory", "enable_external_access", "lock_configuration", "TimeZone"];
+          const read = await connection.runAndReadAll(
+            `SELECT ${names.map((name) => `current_setting('${name}')::VARCHAR`).join(", ")}`,
+          );
+          return read.getRowsJson()[0];
+        },
+      },
+      async (reply) => {
+        replies.push(reply);
+      },
+    );
+    await run(request(5, "settings"));
+    await new Promise((resolve) => setTimeout(resolve, 100)); // the next instance is made meanwhile
+    await run({ ...request(6, "settings"), scope: { directory: path.join(directory, "sub"), readable: [] } });
+    expect(replies).toEqual([
+      { id: 5, ok: true, value: [path.join(directory, "spill"), "false", "true", "UTC"] },
+      { id: 6, ok: true, value: [path.join(directory, "sub", "spill"), "false", "true", "UTC"] },
+    ]);
+  });
+
   it("lets a task narrow the files it reads before the lock, never widen them", async () => {
     const handed = [path.join(directory, "a.parquet"), path.join(directory, "b.parquet")];
     const replies: EngineReply[] = [];

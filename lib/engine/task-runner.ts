@@ -2,7 +2,7 @@ import type { DuckDBConnection } from "@duckdb/node-api";
 import { AppError } from "../errors";
 import { UnreadableFileError } from "./checks";
 import type { EngineScope, EngineTaskName } from "./engine-tasks";
-import { openTaskEngine, runInTime } from "./task-engine";
+import { bareEngine, openTaskEngine, runInTime, type BareEngine } from "./task-engine";
 
 /** What the app asks an engine process (./engine-child.ts) over its IPC channel, and its answer. */
 export type EngineRequest = { id: number; task: EngineTaskName; input: unknown; scope: EngineScope };
@@ -16,8 +16,10 @@ type Perform<T = unknown> = (connection: DuckDBConnection, input: unknown) => Pr
  * The engine process's tasks, one at a time, each in an instance of its own (the sandbox: never
  * reused by another task). A task's answer is sent first and its instance closed after (closing
  * takes about 17 ms, bench:explore), and the next task starts only once that close is done: one
- * instance open at a time, so the process's memory bounds hold. `send` resolves when the answer
- * is handed over. `readable` narrows a task's files before its instance is locked (openTaskEngine).
+ * locked instance at a time, so the process's memory bounds hold. The next task's instance is
+ * then made at once, bare (./task-engine.ts bareEngine: nothing readable, nothing run in it), so a
+ * query does not wait the 20 ms of its making. `send` resolves when the answer is handed over.
+ * `readable` narrows a task's files before its instance is locked (openTaskEngine).
  */
 export function taskRunner(
   tasks: Record<string, Perform>,
@@ -25,22 +27,33 @@ export function taskRunner(
   readable: Record<string, Perform<string[]>> = {},
 ): (request: EngineRequest) => Promise<void> {
   let previous: Promise<void> = Promise.resolve();
+  let spare: Promise<BareEngine | undefined> = madeAhead();
   return (request) => {
-    previous = previous.then(() => answerThenClose({ tasks, readable }, request, send));
+    previous = previous.then(async () => {
+      const bare = await spare;
+      await answerThenClose({ tasks, readable }, request, send, bare);
+      spare = madeAhead();
+    });
     return previous;
   };
+}
+
+/** The next task's bare instance; if making it failed, that task makes its own (and says why). */
+function madeAhead(): Promise<BareEngine | undefined> {
+  return bareEngine().catch(() => undefined);
 }
 
 async function answerThenClose(
   { tasks, readable }: { tasks: Record<string, Perform>; readable: Record<string, Perform<string[]>> },
   { id, task, input, scope }: EngineRequest,
   send: (reply: EngineReply) => Promise<void>,
+  bare: BareEngine | undefined,
 ): Promise<void> {
-  let close: (() => void) | undefined;
+  let close: (() => void) | undefined = bare?.close;
   let reply: EngineReply;
   try {
     const readableOf = readable[task];
-    const engine = await openTaskEngine(scope, readableOf && ((connection) => readableOf(connection, input)));
+    const engine = await openTaskEngine(scope, readableOf && ((connection) => readableOf(connection, input)), bare);
     close = engine.close;
     const value = await runInTime(engine.connection, scope, (connection) => tasks[task]!(connection, input));
     reply = { id, ok: true, value };
