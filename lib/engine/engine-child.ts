@@ -1,3 +1,4 @@
+import { takeAskedPriority } from "./child-start";
 import { ENGINE_TASKS } from "./engine-tasks";
 import { QUERY_READABLE } from "./query-tasks";
 import { taskRunner, type EngineReply, type EngineRequest } from "./task-runner";
@@ -13,6 +14,8 @@ if (!process.send) {
   console.error("lib/engine/engine-child.ts runs only as a child process of the app (lib/engine/engine-pool.ts).");
   process.exit(1);
 }
+
+takeAskedPriority();
 
 // Resolved once the answer is written to the channel (or the channel is gone: the process then exits).
 const send = (reply: EngineReply) =>

@@ -5,7 +5,7 @@ import { formatBytes } from "../format";
 import { logger } from "../log";
 import { dropProcessSingleton, processSingleton } from "../singleton";
 import { UnreadableFileError } from "./checks";
-import { childStart } from "./child-start";
+import { childStart, ENGINE_NICE_VARIABLE } from "./child-start";
 import { datasetEngineSettings, type DatasetEngineSettings } from "./engine";
 import type { EngineReply, EngineRequest } from "./task-runner";
 import type { EngineScope, EngineTaskInput, EngineTaskName, EngineTaskOutput } from "./engine-tasks";
@@ -101,58 +101,6 @@ export function datasetEngineProcesses(): number {
 const pool = () =>
   processSingleton("datasets:engine-pool", () => new EnginePool(datasetEngineSettings(), datasetEngineProcesses()));
 
-/**
- * Buyers' queries (lib/explore: rows, SQL) run in a pool of their own, so they never wait behind a
- * worker's three-hour task and a worker never waits behind them: `DATASET_QUERY_PROCESSES` processes
- * (default 2), at most `DATASET_QUERY_PROCESSES_PER_ACCOUNT` (default half of them, at least 1) busy
- * with one account's queries, so one buyer cannot starve the others; at most QUERY_QUEUE_MAX wait in
- * all (then 503 with Retry-After). A query's engine time is bounded in the process (scope.timeLimitMs:
- * DuckDB is interrupted); a process that does not stop `DATASET_QUERY_KILL_GRACE_SECONDS` (default 5)
- * later is killed and replaced: some of DuckDB's work (one long function call) never looks at the interrupt.
- */
-export function runQueryTask<Name extends EngineTaskName>(
-  task: Name,
-  input: EngineTaskInput<Name>,
-  scope: EngineScope & { timeLimitMs: number },
-  account: string,
-): Promise<EngineTaskOutput<Name>> {
-  return queryPool().run(
-    { task, input, scope },
-    { account, timeLimitMs: scope.timeLimitMs + queryKillGraceMs() },
-  ) as Promise<EngineTaskOutput<Name>>;
-}
-
-/** How long an interrupted query's process has to stop before it is killed (`DATASET_QUERY_KILL_GRACE_SECONDS`). */
-function queryKillGraceMs(): number {
-  const seconds = Number(process.env.DATASET_QUERY_KILL_GRACE_SECONDS || 5);
-  if (Number.isFinite(seconds) && seconds > 0) return seconds * 1000;
-  throw new Error(
-    `DATASET_QUERY_KILL_GRACE_SECONDS must be a positive number, got "${process.env.DATASET_QUERY_KILL_GRACE_SECONDS}".`,
-  );
-}
-
-const QUERY_QUEUE_MAX = 200;
-
-function wholeSetting(name: string, fallback: number): number {
-  const value = Number(process.env[name] || fallback);
-  if (!Number.isInteger(value) || value < 1) {
-    throw new Error(`${name} must be a whole number of at least 1, got "${process.env[name]}".`);
-  }
-  return value;
-}
-
-const queryPool = () =>
-  processSingleton("datasets:query-pool", () => {
-    const size = wholeSetting("DATASET_QUERY_PROCESSES", 2);
-    const perAccount = wholeSetting("DATASET_QUERY_PROCESSES_PER_ACCOUNT", Math.max(1, Math.floor(size / 2)));
-    return new EnginePool(datasetEngineSettings(), size, { perAccount, maxWaiting: QUERY_QUEUE_MAX });
-  });
-
-/** Ends the query pool's processes (tests, shutdown). */
-export async function closeQueryPool(): Promise<void> {
-  await dropProcessSingleton<EnginePool>("datasets:query-pool")?.close();
-}
-
 type Work = {
   request: Omit<EngineRequest, "id">;
   /** Whose work it is, for the per-account bound (queries only). */
@@ -166,7 +114,7 @@ type Work = {
   deadline?: number;
 };
 
-class EnginePool {
+export class EnginePool {
   private readonly idle: EngineProcess[] = [];
   private readonly waiting: Work[] = [];
   private busy = 0;
@@ -177,7 +125,7 @@ class EnginePool {
   constructor(
     private readonly settings: DatasetEngineSettings,
     private readonly size: number,
-    private readonly bounds: { perAccount: number; maxWaiting: number } = {
+    private readonly bounds: { perAccount: number; maxWaiting: number; nice?: number } = {
       perAccount: Infinity,
       maxWaiting: Infinity,
     },
@@ -212,7 +160,8 @@ class EnginePool {
       const account = work.account;
       if (account !== undefined) this.busyFor.set(account, (this.busyFor.get(account) ?? 0) + 1);
       // An idle process that ended meanwhile has already left `idle` (forget).
-      const engine = this.idle.pop() ?? new EngineProcess(this.settings, (ended) => this.forget(ended));
+      const engine =
+        this.idle.pop() ?? new EngineProcess(this.settings, this.bounds.nice, (ended) => this.forget(ended));
       this.busy++;
       work.deadline ??= Date.now() + (work.timeLimitMs ?? this.settings.taskTimeoutMs);
       engine
@@ -285,11 +234,13 @@ class EngineProcess {
 
   constructor(
     private readonly settings: DatasetEngineSettings,
+    nice: number | undefined,
     private readonly onExit: (engine: EngineProcess) => void,
   ) {
     const start = childStart();
     this.child = fork(start.entry, [], {
       execArgv: [...start.execArgv, "--max-old-space-size=1024"],
+      env: nice === undefined ? process.env : { ...process.env, [ENGINE_NICE_VARIABLE]: String(nice) },
       serialization: "advanced",
       stdio: ["ignore", "inherit", "inherit", "ipc"],
     });

@@ -1,5 +1,6 @@
 import { withTempDir } from "../engine/engine";
-import { EngineProcessEnded, runQueryTask } from "../engine/engine-pool";
+import { EngineProcessEnded } from "../engine/engine-pool";
+import { runQueryTask } from "../engine/query-pool";
 import type { EngineTaskInput, EngineTaskName, EngineTaskOutput } from "../engine/engine-tasks";
 import type { QueryFile } from "../engine/query-tasks";
 import { AppError } from "../errors";

@@ -90,3 +90,23 @@ describe("a query deaf to the interrupt", () => {
     expect(after[0]).not.toBe(before[0]);
   });
 });
+
+/** Each thread's niceness (field 19 of /proc/PID/task/TID/stat). */
+async function threadNiceness(pid: number): Promise<number[]> {
+  const threads = await fs.readdir(`/proc/${pid}/task`);
+  const stats = await Promise.all(threads.map((tid) => fs.readFile(`/proc/${pid}/task/${tid}/stat`, "utf8")));
+  return stats.map((stat) => Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]));
+}
+
+describe("the query processes' priority", () => {
+  it("is DATASET_QUERY_NICE (10) in every thread, DuckDB's included; the server's own stays 0", async () => {
+    const answered = await sql("SELECT count(*) AS n FROM range(1000000)");
+    expect(answered.status, await answered.clone().text()).toBe(200);
+    const [engine] = await engineProcesses();
+    const niceness = await threadNiceness(engine!);
+    // Node's threads and the DuckDB instance made ahead for the next query (2 threads or more).
+    expect(niceness.length).toBeGreaterThan(6);
+    expect(new Set(niceness)).toEqual(new Set([10]));
+    expect(new Set(await threadNiceness(server.pid!))).toEqual(new Set([0]));
+  });
+});
