@@ -64,15 +64,21 @@ const dataEnv: NodeJS.ProcessEnv = {
 
 log(`writing ${gigabytes} GB of CSV in 10 parts`);
 const parts = await writeProductParts(workDir, gigabytes * 1024);
-const { rows: orderRows } = await pool.query<{ id: string }>(
-  `WITH buyer AS (
-     INSERT INTO buyers (email) VALUES ('bench-isolation@example.com')
-     ON CONFLICT (email) DO UPDATE SET email = EXCLUDED.email RETURNING id
-   )
-   INSERT INTO orders (buyer_id, name, status, paid_at, delivered_at)
-   SELECT id, 'Isolation bench', 'delivered', now(), now() FROM buyer RETURNING id`,
-);
-const orderId = orderRows[0]!.id;
+/**
+ * An order of its own for each publication: table:publish adds the parts as the order's files, whose
+ * names must be new, and every variant then times the same work (a first version, no change file).
+ */
+async function newOrder(): Promise<string> {
+  const { rows } = await pool.query<{ id: string }>(
+    `WITH buyer AS (
+       INSERT INTO buyers (email) VALUES ('bench-isolation@example.com')
+       ON CONFLICT (email) DO UPDATE SET email = EXCLUDED.email RETURNING id
+     )
+     INSERT INTO orders (buyer_id, name, status, paid_at, delivered_at)
+     SELECT id, 'Isolation bench', 'delivered', now(), now() FROM buyer RETURNING id`,
+  );
+  return rows[0]!.id;
+}
 
 const buyers = await (await seededBuyers(pool)).regular(10_000);
 log(`creating ${buyers.length} keys, one per account`);
@@ -136,8 +142,9 @@ async function stopWorker(worker: ChildProcess): Promise<void> {
 
 /** `table:publish` of the parts, then waits for the version: seconds from the command to the version. */
 async function publish(placement: Placement, table: string): Promise<number> {
+  const order = await newOrder();
   const started = performance.now();
-  const args = ["table:publish", "--order", orderId, "--table", table, "--key", "id", "--json"];
+  const args = ["table:publish", "--order", order, "--table", table, "--key", "id", "--json"];
   const admin = spawnIn(placement, "scripts/admin.ts", [...args, ...parts.flatMap((part) => ["--path", part])]);
   let stdout = "";
   admin.stdout!.on("data", (chunk) => (stdout += chunk));
