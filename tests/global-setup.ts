@@ -1,13 +1,15 @@
 import { execFileSync } from "node:child_process";
 import path from "node:path";
 import type { TestProject } from "vitest/node";
-import { buildProductionServer, openTestDatabaseServer } from "./helpers/database-server";
+import { buildProductionServer, createMigratedTemplate, openTestDatabaseServer } from "./helpers/database-server";
 import { startTestS3 } from "./helpers/s3";
 
 declare module "vitest" {
   export interface ProvidedContext {
     /** A PostgreSQL server on which tests create their own databases. */
     databaseServerUrl: string;
+    /** A migrated database on that server, copied for each test file's database (createMigratedDatabase). */
+    migratedTemplate: string;
     /** This run's directory of log files, one per test file (tests/helpers/test-log.ts). */
     testLogDir: string;
     /** With STORAGE_DRIVER=s3 and no S3_ENDPOINT: the settings of the tests' own S3-compatible store. */
@@ -23,11 +25,14 @@ export default async function setup(project: TestProject) {
   execFileSync(process.execPath, ["scripts/cli-build.mjs", "--if-stale"], { stdio: "inherit" });
   const server = await openTestDatabaseServer();
   project.provide("databaseServerUrl", server.url);
+  const template = await createMigratedTemplate(server.url);
+  project.provide("migratedTemplate", template.name);
   // STORAGE_DRIVER=s3 runs the tests against object storage: the given S3_* settings, else a store of their own.
   const s3 = process.env.STORAGE_DRIVER === "s3" && !process.env.S3_ENDPOINT ? await startTestS3() : undefined;
   project.provide("storageEnv", s3?.env ?? {});
   return async () => {
     console.log(`Logs of this run (printed above only for failed tests): ${logDir}`);
+    await template.drop();
     await server.stop();
     await s3?.stop();
   };

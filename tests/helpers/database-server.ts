@@ -53,14 +53,21 @@ export function buildProductionServer(): void {
   run(["--import", "tsx", path.resolve("scripts/clients/pack-typescript.ts")]);
 }
 
-/** A new database of its own on the test server, empty or with every migration applied. */
+/**
+ * A new database of its own on the test server, empty or with every migration applied; with
+ * `template` (a migrated database nobody is connected to, createMigratedTemplate), a copy of it:
+ * PostgreSQL copies the files in a fraction of the time the 17 migrations take to run.
+ */
 export async function createDatabase(
   serverUrl: string,
   prefix: string,
-  { migrated }: { migrated: boolean },
+  { migrated, template }: { migrated: boolean; template?: string },
 ): Promise<TestDatabase> {
   const name = `${prefix}_${randomBytes(6).toString("hex")}`;
-  await withServerClient(serverUrl, (client) => client.query(`CREATE DATABASE "${name}"`));
+  const copied = migrated && template !== undefined;
+  await withServerClient(serverUrl, (client) =>
+    copied ? createFromTemplate(client, name, template) : client.query(`CREATE DATABASE "${name}"`),
+  );
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   const database = {
@@ -68,8 +75,28 @@ export async function createDatabase(
     name,
     drop: () => withServerClient(serverUrl, (client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)),
   };
-  if (migrated) await migrate(database.url);
+  if (migrated && !copied) await migrate(database.url);
   return database;
+}
+
+/** A migrated database for createDatabase to copy (one per test run; `drop` when the run ends). */
+export async function createMigratedTemplate(serverUrl: string): Promise<TestDatabase> {
+  return createDatabase(serverUrl, "test_template", { migrated: true });
+}
+
+/** PostgreSQL's "source database is being accessed by other users": the migrating session still ending. */
+const OBJECT_IN_USE = "55006";
+
+async function createFromTemplate(client: pg.Client, name: string, template: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await client.query(`CREATE DATABASE "${name}" TEMPLATE "${template}"`);
+      return;
+    } catch (error) {
+      if ((error as { code?: string }).code !== OBJECT_IN_USE || attempt >= 50) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
 }
 
 async function withServerClient(serverUrl: string, run: (client: pg.Client) => Promise<unknown>): Promise<void> {

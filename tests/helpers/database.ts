@@ -12,7 +12,7 @@ export function createEmptyDatabase(prefix = "test"): Promise<TestDatabase> {
 
 /** A new database with every migration applied. */
 export function createMigratedDatabase(prefix = "test"): Promise<TestDatabase> {
-  return createDatabase(inject("databaseServerUrl"), prefix, { migrated: true });
+  return createDatabase(inject("databaseServerUrl"), prefix, { migrated: true, template: inject("migratedTemplate") });
 }
 
 /** A migrated database and a storage directory, used by this test process and the server under test. */
