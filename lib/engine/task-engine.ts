@@ -42,10 +42,7 @@ export async function bareEngine(): Promise<BareEngine> {
     allow_community_extensions: "false",
   });
   const connection = await instance.connect();
-  let closed = false;
   const close = () => {
-    if (closed) return;
-    closed = true;
     connection.closeSync();
     instance.closeSync();
   };

@@ -49,7 +49,8 @@ async function answerThenClose(
   send: (reply: EngineReply) => Promise<void>,
   bare: BareEngine | undefined,
 ): Promise<void> {
-  let close: (() => void) | undefined = bare?.close;
+  // Set once the instance is open: openTaskEngine closes the one it could not open (`bare` too).
+  let close: (() => void) | undefined;
   let reply: EngineReply;
   try {
     const readableOf = readable[task];
