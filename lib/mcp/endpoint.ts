@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { AppError, type ErrorCode } from "../errors";
 import { keyedRequest } from "../http/keyed-request";
+import { readBodyWithin } from "../http/request-body";
 import { sendResponse, webHeaders } from "../http/node";
 import { API_ERRORS } from "../http/problem";
 import { unexpectedError } from "../http/unexpected-error";
@@ -81,20 +82,14 @@ async function answer(req: IncomingMessage, { buyerId, requestId }: { buyerId: s
 
 /** The body as JSON, or the JSON-RPC answer refusing it (too large, not JSON). */
 async function jsonBody(req: IncomingMessage): Promise<unknown> {
-  const tooLarge = () =>
-    jsonRpcError(413, SERVER_ERROR, `The request body is over ${MCP_MAX_BODY_BYTES / 1024 / 1024} MiB.`, {
+  const body = await readBodyWithin(req, MCP_MAX_BODY_BYTES);
+  if (body === null) {
+    return jsonRpcError(413, SERVER_ERROR, `The request body is over ${MCP_MAX_BODY_BYTES / 1024 / 1024} MiB.`, {
       Connection: "close",
     });
-  if (Number(req.headers["content-length"] ?? 0) > MCP_MAX_BODY_BYTES) return tooLarge();
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MCP_MAX_BODY_BYTES) return tooLarge();
-    chunks.push(chunk);
   }
   try {
-    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    return JSON.parse(body.toString("utf8"));
   } catch {
     return jsonRpcError(400, PARSE_ERROR, "Parse error: the body is not JSON.");
   }

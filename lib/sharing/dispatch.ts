@@ -4,6 +4,7 @@ import { requestIdFrom } from "../request-id";
 import { compileRouteTable } from "../http/route-table";
 import { AppError } from "../errors";
 import { keyedRequest } from "../http/keyed-request";
+import { readBodyWithin } from "../http/request-body";
 import { annotateRequest } from "../observability";
 import { publicOrigin } from "../site";
 import { sharingErrorResponse } from "./errors";
@@ -109,16 +110,11 @@ const printablePath = (path: string) => path.replace(/[^\x21-\x7e]/g, "?").slice
 
 /** The query's JSON body: empty means `{}`; over 64 KiB, or not a JSON object, is refused. */
 async function jsonBody(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) {
-      throw new AppError("sharing_malformed_request", `The request body is over ${MAX_BODY_BYTES / 1024} KiB.`);
-    }
-    chunks.push(chunk);
+  const bytes = await readBodyWithin(req, MAX_BODY_BYTES);
+  if (bytes === null) {
+    throw new AppError("sharing_malformed_request", `The request body is over ${MAX_BODY_BYTES / 1024} KiB.`);
   }
-  const text = Buffer.concat(chunks).toString("utf8").trim();
+  const text = bytes.toString("utf8").trim();
   if (!text) return {};
   let body: unknown;
   try {
