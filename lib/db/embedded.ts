@@ -53,6 +53,8 @@ export async function openEmbeddedDatabase(
     return { url: embeddedDatabaseUrl(running, password), created: false, stop: async () => {} };
   }
 
+  // The server's last lines, for the error when it does not start (the library rejects with nothing).
+  const lastLines: string[] = [];
   const server = new EmbeddedPostgres({
     databaseDir: settings.dataDir,
     port: settings.port,
@@ -63,8 +65,11 @@ export async function openEmbeddedDatabase(
     createPostgresUser: isRoot,
     // Only local connections; no TCP exposure beyond loopback.
     postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="],
-    // initdb and the server are chatty on success; pass on only what went wrong.
-    onLog: () => {},
+    // initdb and the server are chatty on success: their lines are kept only for a failure.
+    onLog: (message) => {
+      lastLines.push(...String(message).trimEnd().split("\n"));
+      lastLines.splice(0, lastLines.length - 10);
+    },
     onError: (error) => log(`[postgres] ${String(error).trimEnd()}`),
   });
 
@@ -79,7 +84,8 @@ export async function openEmbeddedDatabase(
   } catch (error) {
     throw new Error(
       `The embedded PostgreSQL did not start on port ${settings.port} (data in ${settings.dataDir}). ` +
-        `Is the port in use? Set EMBEDDED_PG_PORT to another port, or DATABASE_URL to use your own server. ${error ?? ""}`.trim(),
+        `Is the port in use? Set EMBEDDED_PG_PORT to another port, or DATABASE_URL to use your own server. ` +
+        `${error ? `${String(error)} ` : ""}Its last lines: ${lastLines.join("\n") || "(none)"}`,
     );
   }
   try {

@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { promises as fs } from "node:fs";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
@@ -87,5 +88,18 @@ it("generates the embedded PostgreSQL's password into a private file, and moves 
     expect(decodeURIComponent(new URL(third.url).password)).toBe(await readPassword(passwordFile));
   } finally {
     await third.stop();
+  }
+});
+
+it("says why it did not start, in PostgreSQL's own words, when its port is taken", async () => {
+  const settings = { ...embeddedDatabaseSettings(), dataDir: path.join(parent, "taken"), port: await freePort() };
+  const holder = net.createServer();
+  await new Promise<void>((resolve) => holder.listen(settings.port, "127.0.0.1", resolve));
+  try {
+    const error = await openEmbeddedDatabase(settings).catch((failure: unknown) => failure);
+    expect((error as Error).message).toContain(`did not start on port ${settings.port}`);
+    expect((error as Error).message).toMatch(/could not bind IPv4 address "127\.0\.0\.1": Address already in use/);
+  } finally {
+    await new Promise((resolve) => holder.close(resolve));
   }
 });
