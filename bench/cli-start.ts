@@ -7,7 +7,7 @@ import { formatSpread, interleaved, spread } from "./lib/interleaved";
 
 /**
  * The operator CLI's start (issue #38): CPU-seconds (user + system) of `--help`, `key:revoke` of an unknown id
- * and `order:add-file` of a tiny file, run built (`npm run admin`: scripts/admin-cli.mjs) and from source under tsx
+ * and `order:add-file` of a tiny file, run built (`npm run admin`: scripts/built.mjs) and from source under tsx
  * (`node --import tsx scripts/admin.ts`, how every call ran before), interleaved (tsx, built, tsx, ...). Figures:
  * the whole process (/usr/bin/time), and the part before the command's own work (CLI_START_CPU_FILE, written
  * by scripts/admin/run.ts; for --help the whole process is all start). Ratios are built / tsx per round.
@@ -22,7 +22,7 @@ const env = {
 };
 const launchers = {
   tsx: ["--import", "tsx", "scripts/admin.ts"],
-  built: ["scripts/admin-cli.mjs"],
+  built: ["scripts/built.mjs", "admin"],
 };
 type Launcher = keyof typeof launchers;
 type Sample = { whole: number; start: number };

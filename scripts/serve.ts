@@ -84,11 +84,11 @@ const nextArgs = process.argv.slice(3);
 if (mode === "dev" && !nextArgs.some((arg) => arg === "-H" || arg.startsWith("--hostname"))) {
   nextArgs.push("--hostname", "127.0.0.1");
 }
-const next = spawn(
-  process.execPath,
-  ["--import", "tsx", path.join(import.meta.dirname, "http-server.ts"), mode, ...nextArgs],
-  { stdio: "inherit", env },
-);
+// Built (`npm start`: scripts/built.mjs), the HTTP server is the build's too; from source, it runs under tsx.
+const httpServer = import.meta.filename.endsWith(".mjs")
+  ? [path.join(import.meta.dirname, "http-server.mjs")]
+  : ["--import", "tsx", path.join(import.meta.dirname, "http-server.ts")];
+const next = spawn(process.execPath, [...httpServer, mode, ...nextArgs], { stdio: "inherit", env });
 
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.on(signal, () => next.kill(signal));

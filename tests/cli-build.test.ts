@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { staleReason } from "../scripts/cli-build.mjs";
 
 /**
- * `npm run admin` runs the built CLI (scripts/admin-cli.mjs), building it first when it is missing or older than a
+ * `npm run admin` runs the built CLI (scripts/built.mjs), building it first when it is missing or older than a
  * file it was built from (issue #38). Built here into a folder of the test's own (CLI_BUILD_DIR), so the build the
  * other tests run is never replaced under them.
  */
@@ -25,7 +25,7 @@ function launch(...args: string[]): Promise<{ code: number; stdout: string; stde
   return new Promise((resolve) =>
     execFile(
       process.execPath,
-      ["scripts/admin-cli.mjs", ...args],
+      ["scripts/built.mjs", "admin", ...args],
       { env: { ...process.env, CLI_BUILD_DIR: buildDir } },
       (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     ),
@@ -39,14 +39,17 @@ const current = async () =>
     inputs: string[];
   };
 
-describe("the operator CLI's launcher", () => {
+describe("the built scripts' launcher", () => {
   it("builds the CLI when missing, reuses it while fresh and builds it again when a source is newer", async () => {
     const first = await launch("help");
-    expect(first.stderr).toMatch(/^Built the operator CLI \(no build yet\) in [\d.]+ s\.\nUsage: npm run admin/);
+    expect(first.stderr).toMatch(/^Built the scripts \(no build yet\) in [\d.]+ s\.\nUsage: npm run admin/);
     const build = await current();
     expect(build.inputs).toEqual(expect.arrayContaining(["scripts/admin.ts", "lib/engine/engine-child.ts"]));
     // The engine's child process is bundled next to the CLI, so the CLI never starts it through tsx.
     await fs.access(path.join(buildDir, build.dir, "engine-child.mjs"));
+    // And what `npm start` and `npm run worker` run.
+    for (const script of ["serve", "http-server", "worker"])
+      await fs.access(path.join(buildDir, build.dir, `${script}.mjs`));
 
     const again = await launch("help");
     expect(again.stderr).toMatch(/^Usage: npm run admin/);
@@ -55,8 +58,20 @@ describe("the operator CLI's launcher", () => {
     // As if scripts/admin.ts had been saved after the build started (the sources themselves are left alone).
     await fs.writeFile(path.join(buildDir, "current.json"), JSON.stringify({ ...build, startedAt: 0 }));
     const stale = await launch("help");
-    expect(stale.stderr).toMatch(/^Built the operator CLI \(\S+ changed\) in [\d.]+ s\.\nUsage: npm run admin/);
+    expect(stale.stderr).toMatch(/^Built the scripts \(\S+ changed\) in [\d.]+ s\.\nUsage: npm run admin/);
     expect((await current()).dir).not.toBe(build.dir);
+  });
+
+  it("names the scripts it runs when asked for another", async () => {
+    const result = await new Promise<{ code: number; stderr: string }>((resolve) =>
+      execFile(process.execPath, ["scripts/built.mjs", "engine-child"], (error, _stdout, stderr) =>
+        resolve({ code: error ? Number(error.code ?? 1) : 0, stderr }),
+      ),
+    );
+    expect(result).toEqual({
+      code: 1,
+      stderr: "Usage: node scripts/built.mjs admin|serve|worker [arguments]\n",
+    });
   });
 
   it.each([

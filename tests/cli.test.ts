@@ -35,7 +35,7 @@ function admin(...args: string[]): Promise<Result> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ["scripts/admin-cli.mjs", ...args],
+      ["scripts/built.mjs", "admin", ...args],
       { env: { ...process.env, DATABASE_URL: database.url, STORAGE_DIR: storageDir }, maxBuffer: 10 * 1024 * 1024 },
       (error, stdout, stderr) =>
         resolve({ code: error ? ((error.code as number | undefined) ?? 1) : 0, stdout, stderr }),

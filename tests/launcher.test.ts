@@ -6,9 +6,9 @@ import { describe, expect, it } from "vitest";
 import { createTestEnvironment } from "./helpers/database";
 import { freePort, startServer } from "./helpers/server";
 
-/** Runs `npm start` (scripts/serve.ts start) and waits for it to exit; a launcher still running after 30 s is killed. */
+/** Runs `npm start` (scripts/serve.ts built, start) and waits for it to exit; a launcher still running after 30 s is killed. */
 async function startExpectingExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, ["--import", "tsx", path.resolve("scripts/serve.ts"), "start"], {
+  const child = spawn(process.execPath, [path.resolve("scripts/built.mjs"), "serve", "start"], {
     env: {
       ...process.env,
       NODE_ENV: "production",

@@ -62,8 +62,9 @@ describe("the temporary root", () => {
     await fs.mkdir(root);
     await fs.chmod(root, 0o777);
     if (isRoot) await fs.chown(root, 65534, 65534);
-    for (const script of ["scripts/serve.ts", "scripts/worker.ts"]) {
-      const { code, output } = await run(script === "scripts/serve.ts" ? [script, "start"] : [script], {
+    // As `npm start` and `npm run worker` run them: built.
+    for (const args of [["serve", "start"], ["worker"]]) {
+      const { code, output } = await run([path.resolve("scripts/built.mjs"), ...args], {
         DATASET_TEMP_DIR: root,
         // Neither gets as far as the database: the check comes first.
         DATABASE_URL: "postgresql://nobody@127.0.0.1:1/none",
@@ -135,7 +136,7 @@ describe("a task's DuckDB", () => {
 
 function run(args: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["--import", "tsx", ...args], {
+    const child = spawn(process.execPath, args, {
       env: { ...process.env, NODE_ENV: "production", ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });

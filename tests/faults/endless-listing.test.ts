@@ -53,7 +53,7 @@ afterAll(async () => {
 
 /** `npm run worker` as a process of its own, with two export loops; resolves once it says it has started. */
 async function startWorkerProcess(): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", path.resolve("scripts/worker.ts")], {
+  const child = spawn(process.execPath, [path.resolve("scripts/built.mjs"), "worker"], {
     env: { ...process.env, EXPORT_CONCURRENCY: "2", KEY_LIFECYCLE_CRON: "0 0 1 1 *" },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -42,7 +42,7 @@ afterAll(async () => {
 
 /** `npm run worker` as a process of its own; resolves once it says it has started. */
 async function startWorkerProcess(): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", path.resolve("scripts/worker.ts")], {
+  const child = spawn(process.execPath, [path.resolve("scripts/built.mjs"), "worker"], {
     env: { ...process.env, KEY_LIFECYCLE_CRON: "0 0 1 1 *" },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -7,7 +7,7 @@ export function runAdmin(env: Record<string, string | undefined>, ...args: strin
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ["scripts/admin-cli.mjs", ...args],
+      ["scripts/built.mjs", "admin", ...args],
       { env: { ...process.env, ...env }, maxBuffer: 10 * 1024 * 1024 },
       (error, stdout, stderr) =>
         resolve({ code: error ? ((error.code as number | undefined) ?? 1) : 0, stdout, stderr }),

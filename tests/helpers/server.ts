@@ -15,7 +15,7 @@ export type TestServer = {
    * log in batches (lib/log.ts), so a line can reach the output up to a quarter second late.
    */
   loggedSoFar: () => Promise<string>;
-  /** The launcher's pid (scripts/serve.ts); the HTTP server is its child (tests/faults/helpers/processes.ts signals both). */
+  /** The launcher's pid (scripts/serve.ts, built); the HTTP server is its child (tests/faults/helpers/processes.ts signals both). */
   pid?: number;
 };
 
@@ -27,7 +27,7 @@ export function copyServerOutputTo(sink: (chunk: Buffer) => void): void {
 }
 
 /**
- * Starts the production server the way users do (`scripts/serve.ts start`, i.e. `npm start`)
+ * Starts the production server the way users do (`npm start`: scripts/serve.ts built)
  * on a free port, against the given database, and waits until `readyPath` answers. `mode: "dev"`
  * starts the development server instead (`npm run dev`: Next.js compiling on demand, in .next/dev).
  */
@@ -43,7 +43,12 @@ export async function startServer(options: {
   const mode = options.mode ?? "start";
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, ["--import", "tsx", path.resolve("scripts/serve.ts"), mode], {
+  // As the npm scripts run it: `npm start` built (scripts/built.mjs), `npm run dev` from source.
+  const launcher =
+    mode === "start"
+      ? [path.resolve("scripts/built.mjs"), "serve"]
+      : ["--import", "tsx", path.resolve("scripts/serve.ts")];
+  const child = spawn(process.execPath, [...launcher, mode], {
     env: {
       ...process.env,
       // As `npm start` (or `npm run dev`) runs it: the test runner's NODE_ENV=test must not reach the server.

@@ -185,7 +185,7 @@ describe("webhook deliveries (a real receiver on loopback, the real PostgreSQL)"
       let killed = false;
       const receiver = await startReceiver((index) => (index === 0 ? "hang" : 200));
       const { endpointId, order: pending } = await subscribed("wh-killed", receiver.url);
-      const child = spawn(process.execPath, ["--import", "tsx", path.resolve("scripts/worker.ts")], {
+      const child = spawn(process.execPath, [path.resolve("scripts/built.mjs"), "worker"], {
         env: { ...process.env, KEY_LIFECYCLE_CRON: "0 0 1 1 *" },
         stdio: ["ignore", "pipe", "pipe"],
       });
