@@ -122,7 +122,14 @@ test("a key expiring within 7 days gets one reminder e-mail", async () => {
   // Once: later runs find its reminder already sent.
   await sendJob(QUEUES.keyLifecycle, {});
   await sendJob(QUEUES.keyLifecycle, {});
-  await new Promise((resolve) => setTimeout(resolve, 15_000));
+  // Both runs done, and any e-mail they queued sent: nothing of either queue waits or runs any more.
+  const unfinished = async () =>
+    (
+      await db().$queryRaw<{ count: number }[]>`
+        SELECT count(*)::int AS count FROM pgboss.job
+        WHERE name IN (${QUEUES.keyLifecycle}, ${QUEUES.mail}) AND state IN ('created', 'retry', 'active')`
+    )[0]!.count;
+  await expect.poll(unfinished, { timeout: 60_000 }).toBe(0);
   expect((await mailRecipients()).filter((to) => to === account.email.toLowerCase())).toHaveLength(1);
   await closeJobQueue();
 });
