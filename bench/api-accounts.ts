@@ -25,6 +25,7 @@ import {
   startAppServer,
   startFloorServer,
   type Server,
+  npmScriptArgs,
 } from "./lib/common";
 import { describeLoad, runLoad, type LoadConfig, type LoadRequest, type LoadResult } from "./lib/load";
 import { benchRounds, formatSpread, spread, type Spread } from "./lib/interleaved";
@@ -114,7 +115,7 @@ async function limiterCost() {
 async function coldStart(secret: string): Promise<number> {
   const port = await freePort();
   const started = performance.now();
-  const child = spawn(process.execPath, ["--import", "tsx", path.resolve("scripts/serve.ts"), "start"], {
+  const child = spawn(process.execPath, npmScriptArgs("serve", ["start"]), {
     env: {
       ...process.env,
       NODE_ENV: "production",

@@ -13,6 +13,7 @@ import {
   round,
   sleep,
   startAppServer,
+  npmScriptArgs,
 } from "./lib/common";
 import { cpuShare, schedulingGroup } from "./lib/cpu-share";
 import { benchRounds, formatSpread, spread } from "./lib/interleaved";
@@ -113,8 +114,8 @@ process.once("exit", () => {
   for (const child of dataWork) if (child.exitCode === null) child.kill("SIGKILL");
 });
 
-function spawnIn(placement: Placement, script: string, args: string[]): ChildProcess {
-  const [command, ...rest] = placement.wrap(process.execPath, ["--import", "tsx", path.resolve(script), ...args]);
+function spawnIn(placement: Placement, script: "worker" | "admin", args: string[]): ChildProcess {
+  const [command, ...rest] = placement.wrap(process.execPath, npmScriptArgs(script, args));
   const child = spawn(command!, rest, { env: dataEnv, stdio: ["ignore", "pipe", "pipe"] });
   dataWork.add(child);
   child.once("exit", () => dataWork.delete(child));
@@ -122,7 +123,7 @@ function spawnIn(placement: Placement, script: string, args: string[]): ChildPro
 }
 
 async function startWorker(placement: Placement): Promise<ChildProcess> {
-  const worker = spawnIn(placement, "scripts/worker.ts", []);
+  const worker = spawnIn(placement, "worker", []);
   let output = "";
   worker.stdout!.on("data", (chunk) => (output = (output + chunk).slice(-20_000)));
   worker.stderr!.on("data", (chunk) => (output = (output + chunk).slice(-20_000)));
@@ -145,7 +146,7 @@ async function publish(placement: Placement, table: string): Promise<number> {
   const order = await newOrder();
   const started = performance.now();
   const args = ["table:publish", "--order", order, "--table", table, "--key", "id", "--json"];
-  const admin = spawnIn(placement, "scripts/admin.ts", [...args, ...parts.flatMap((part) => ["--path", part])]);
+  const admin = spawnIn(placement, "admin", [...args, ...parts.flatMap((part) => ["--path", part])]);
   let stdout = "";
   admin.stdout!.on("data", (chunk) => (stdout += chunk));
   admin.stderr!.on("data", () => {});

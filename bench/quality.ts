@@ -11,7 +11,7 @@ import { createOrder } from "../lib/operator/orders";
 import { publishTable } from "../lib/tables/publish";
 import { measurePublication } from "../lib/tables/quality";
 import { benchRounds, spread } from "./lib/interleaved";
-import { benchWorkspace, log, report, round, sampler, sleep, treeRssKb } from "./lib/common";
+import { benchWorkspace, log, report, round, sampler, sleep, treeRssKb, npmScriptArgs } from "./lib/common";
 
 /**
  * The quality report's cost (contract Part 6), rounds interleaved (off, on, ...; BENCH_ROUNDS):
@@ -72,7 +72,7 @@ const workers = new Set<ChildProcess>();
 process.on("exit", () => workers.forEach((child) => child.kill("SIGTERM")));
 
 async function startWorker(checks: "on" | "off"): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", path.resolve("scripts/worker.ts")], {
+  const child = spawn(process.execPath, npmScriptArgs("worker"), {
     env: { ...env, TABLE_QUALITY_CHECKS: checks },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -11,7 +11,7 @@ import { createOrder } from "../lib/operator/orders";
 import { publishTable } from "../lib/tables/publish";
 import { benchRounds, spread } from "./lib/interleaved";
 import { writeProductParts } from "./lib/product-parts";
-import { benchWorkspace, log, report, round, run, sampler, sleep, treeRssKb } from "./lib/common";
+import { benchWorkspace, log, report, round, run, sampler, sleep, treeRssKb, npmScriptArgs } from "./lib/common";
 
 /**
  * Publishing a table version (contract Part 4) with the job worker running on its own (`npm run
@@ -39,7 +39,7 @@ const parts = await writeProductParts(workDir, megabytes);
 
 /** The job worker as operators run it on its own, with its engine processes. */
 async function startWorker(): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", path.resolve("scripts/worker.ts")], {
+  const child = spawn(process.execPath, npmScriptArgs("worker"), {
     env,
     stdio: ["ignore", "pipe", "pipe"],
   });

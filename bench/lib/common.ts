@@ -138,6 +138,18 @@ export async function startProcessServer(options: {
   throw new Error(`The ${options.name} did not answer ${options.readyPath} within 90 s:\n${output}`);
 }
 
+const SCRIPT_SOURCES = { serve: "scripts/serve.ts", worker: "scripts/worker.ts", admin: "scripts/admin.ts" };
+
+/**
+ * Node's arguments for `npm start` (serve), `npm run worker` or `npm run admin` in checkout `root`, as its npm
+ * scripts run them: built (scripts/built.mjs), or from source under tsx in a checkout from before that.
+ */
+export function npmScriptArgs(name: keyof typeof SCRIPT_SOURCES, args: string[] = [], root = "."): string[] {
+  const built = path.resolve(root, "scripts/built.mjs");
+  if (existsSync(built)) return [built, name, ...args];
+  return ["--import", "tsx", path.resolve(root, SCRIPT_SOURCES[name]), ...args];
+}
+
 /** The production app (`scripts/serve.ts start`, what `npm start` runs) on a free loopback port. */
 export async function startAppServer(options: {
   databaseUrl: string;
@@ -155,7 +167,7 @@ export async function startAppServer(options: {
   return startProcessServer({
     name: options.root ? `app server of ${root}` : "app server",
     command: process.execPath,
-    args: ["--import", "tsx", path.join(root, "scripts/serve.ts"), "start", "--hostname", "127.0.0.1"],
+    args: npmScriptArgs("serve", ["start", "--hostname", "127.0.0.1"], root),
     cwd: root,
     env: {
       ...env,
