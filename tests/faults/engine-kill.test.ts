@@ -10,7 +10,7 @@ import { createTestEnvironment } from "../helpers/database";
 import { buyer, order, type TestEnvironment } from "../helpers/fixtures";
 import { startServer, type TestServer } from "../helpers/server";
 import { waitFor } from "../helpers/wait";
-import { descendants } from "./helpers/processes";
+import { engineProcessesOf } from "./helpers/processes";
 import { errorCode, reportFault, tally } from "./helpers/report";
 
 /**
@@ -62,16 +62,8 @@ async function largeCsv(megabytes: number): Promise<string> {
   return file;
 }
 
-/** The server's engine processes: descendants of its launcher running lib/engine/engine-child.ts. */
-async function engineProcesses(): Promise<number[]> {
-  const pids = await descendants(server.pid!);
-  const engines: number[] = [];
-  for (const pid of pids) {
-    const command = await fs.readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
-    if (command.includes("engine-child.ts")) engines.push(pid);
-  }
-  return engines;
-}
+/** The server's engine processes. */
+const engineProcesses = () => engineProcessesOf(server.pid!);
 
 describe("the dataset engine process killed mid-file", () => {
   it(

@@ -10,7 +10,7 @@ import { createTestEnvironment } from "../helpers/database";
 import { buyer, order, type TestEnvironment } from "../helpers/fixtures";
 import { startServer, type TestServer } from "../helpers/server";
 import { waitFor } from "../helpers/wait";
-import { descendants, waitForExit } from "../faults/helpers/processes";
+import { engineProcessesOf, waitForExit } from "../faults/helpers/processes";
 import { publicationDone } from "./helpers";
 
 /**
@@ -60,15 +60,8 @@ afterAll(async () => {
   if (workDir) await fs.rm(workDir, { recursive: true, force: true });
 });
 
-/** The server's engine processes: descendants of its launcher running lib/engine/engine-child.ts. */
-async function engineProcesses(): Promise<number[]> {
-  const engines: number[] = [];
-  for (const pid of await descendants(server.pid!)) {
-    const command = await fs.readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
-    if (command.includes("engine-child.ts")) engines.push(pid);
-  }
-  return engines;
-}
+/** The server's engine processes. */
+const engineProcesses = () => engineProcessesOf(server.pid!);
 
 /** Ends the engine processes left idle by earlier work, so that every one seen next runs a new task. */
 async function noEngineProcesses(): Promise<void> {

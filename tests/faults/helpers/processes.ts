@@ -34,6 +34,19 @@ export function signalAll(pids: number[], signal: NodeJS.Signals): void {
   for (const pid of pids) sendSignal(pid, signal);
 }
 
+/**
+ * The engine processes below `pid` (a server's launcher): those running lib/engine/engine-child, from source
+ * (`engine-child.ts`, under tsx) or built (`engine-child.mjs`, beside the built server: scripts/built.mjs).
+ */
+export async function engineProcessesOf(pid: number): Promise<number[]> {
+  const engines: number[] = [];
+  for (const child of await descendants(pid)) {
+    const command = await fs.readFile(`/proc/${child}/cmdline`, "utf8").catch(() => "");
+    if (/engine-child\.(ts|mjs)\0/.test(command)) engines.push(child);
+  }
+  return engines;
+}
+
 /** Every descendant of `pid` (children, their children, ...). */
 export async function descendants(pid: number): Promise<number[]> {
   const parents = await parentPids();
