@@ -10,6 +10,7 @@ import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures"
 import { startServer, type TestServer } from "../helpers/server";
 import { buildTypeScriptClient, finished, runCli, startCli } from "./cli";
 import { startCountingProxy } from "./proxy";
+import { startOfAFixedWindow } from "../helpers/rate-limit";
 
 /**
  * The TypeScript client's `dataset-access` command, built as users get it, against the production
@@ -166,7 +167,8 @@ describe("dataset-access sync", () => {
     "paces itself under 60 requests a minute (no 429), and waits out Retry-After when a 429 is forced",
     { timeout: 240_000 },
     async () => {
-      // Another client of the forced account uses up its minute first.
+      // Another client of the forced account uses up its minute first, within one fixed window.
+      await startOfAFixedWindow();
       for (let i = 0; i < 60; i++) {
         const answer = await fetch(`${server.url}/api/v1/orders`, {
           headers: { Authorization: `Bearer ${accounts.forced.key}` },

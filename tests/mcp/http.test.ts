@@ -3,6 +3,7 @@ import { enableSocialAccess } from "../../lib/social/admin";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";
 import { startServer, TEST_AUTH_SECRET, type TestServer } from "../helpers/server";
+import { startOfAFixedWindow } from "../helpers/rate-limit";
 
 /**
  * /api/mcp over plain HTTP: what the SDK's client never sends. Each refusal of issue 42's bad
@@ -133,6 +134,7 @@ describe("instances and the rate limit", () => {
   it("the account's 61st request in a minute is HTTP 429 with Retry-After, as a JSON-RPC error", async () => {
     const ping = { jsonrpc: "2.0", id: 1, method: "ping" };
     const statuses = [];
+    await startOfAFixedWindow();
     for (let i = 0; i < 60; i++) statuses.push((await post(ping, {}, f.limited)).status);
     expect(new Set(statuses)).toEqual(new Set([200]));
     const refused = await post(ping, {}, f.limited);
