@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { usageByKey } from "../../lib/keys/usage";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";
+import { startOfAFixedWindow } from "../helpers/rate-limit";
 import { startServer } from "../helpers/server";
 
 let env: TestEnvironment;
@@ -43,6 +44,8 @@ it("counts every answer per key and outcome (2xx, 4xx, 429), and nothing for an 
     const account = await buyer("usage");
     const delivered = await order(account.id);
     const [first, second] = [await apiKey(account.id), await apiKey(account.id)];
+    // The 61st and 62nd of the account within one window of the limit are refused.
+    await startOfAFixedWindow();
     expect(await send(server.url, "/api/v1/orders", first.secret, 3)).toEqual([200, 200, 200]);
     expect(await send(server.url, `/api/v1/orders/${delivered.id}`, second.secret, 2)).toEqual([200, 200]);
     expect(new Set(await send(server.url, UNKNOWN_ORDER, first.secret, 55))).toEqual(new Set([404]));

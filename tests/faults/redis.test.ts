@@ -3,6 +3,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { DATASETS_RATE_LIMIT } from "../../lib/contract";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, type TestEnvironment } from "../helpers/fixtures";
+import { startOfAFixedWindow } from "../helpers/rate-limit";
 import { startServer, type TestServer } from "../helpers/server";
 import { startLoad, type LoadRequest } from "./helpers/load";
 import { startRedisServer, type TestRedisServer } from "./helpers/redis-server";
@@ -16,7 +17,6 @@ import { reportFault, tally } from "./helpers/report";
  */
 
 const { limit: LIMIT, windowSeconds: WINDOW_SECONDS } = DATASETS_RATE_LIMIT;
-const WINDOW_MS = WINDOW_SECONDS * 1000;
 /** A request must be answered within this: the limiter gives Redis at most 1 s before it falls back. */
 const ANSWER_WITHIN_MS = 10_000;
 /** Accounts of the background load, enough that each stays far below 60 a minute (about 25 here). */
@@ -62,15 +62,6 @@ async function account(label: string): Promise<Account> {
 
 const listOrders = (instance: TestServer, key: string, signal = AbortSignal.timeout(ANSWER_WITHIN_MS)) =>
   fetch(`${instance.url}/api/v1/orders?limit=1`, { headers: { Authorization: `Bearer ${key}` }, signal });
-
-/**
- * The limit counts in fixed one-minute windows (the previous one weighted in): a run of 61
- * requests that straddled a boundary could be allowed a few more. Waits for a window with room.
- */
-async function waitForRoomInWindow(neededMs = 20_000): Promise<void> {
-  const left = WINDOW_MS - (Date.now() % WINDOW_MS);
-  if (left < neededMs) await sleep(left + 100);
-}
 
 type LimitRun = { statuses: number[]; refusal?: string };
 
@@ -128,13 +119,13 @@ it("Redis killed and restarted under load: no failed request, per-instance limit
   const sharedRun = [...Array<TestServer>(LIMIT).fill(a), b];
   const runs: { before?: LimitRun; outageA?: LimitRun; outageB?: LimitRun; after?: LimitRun } = {};
   try {
-    await waitForRoomInWindow();
+    await startOfAFixedWindow(20_000, WINDOW_SECONDS);
     runs.before = await limitRun(sharedRun, sharedBefore.key);
     await sleep(STEADY_MS);
 
     await redis.kill();
     killedAt = Date.now();
-    await waitForRoomInWindow();
+    await startOfAFixedWindow(20_000, WINDOW_SECONDS);
     // One account through A, then through B: each instance limits on its own.
     runs.outageA = await limitRun([a], duringOutage.key);
     runs.outageB = await limitRun([b], duringOutage.key);
@@ -145,7 +136,7 @@ it("Redis killed and restarted under load: no failed request, per-instance limit
     const back = await Promise.all([waitUntilCountingInRedis(a, probeA), waitUntilCountingInRedis(b, probeB)]);
     recoveredAt = back.every(Boolean) ? Date.now() : 0;
     await sleep(STEADY_MS);
-    await waitForRoomInWindow();
+    await startOfAFixedWindow(20_000, WINDOW_SECONDS);
     runs.after = await limitRun(sharedRun, sharedAfter.key);
   } finally {
     await load.stop();

@@ -1,9 +1,11 @@
 /**
  * The sliding window weighs the previous fixed window by the share it still covers, floored (the
- * library's algorithm): requests straddling a minute boundary can let a 61st through. A test that
- * counts to the limit starts far enough from the boundary to finish inside one fixed window.
+ * library's algorithm): requests straddling a window boundary can let one past the limit through.
+ * A test that counts to a limit starts far enough from the boundary to finish inside one fixed
+ * window (windows start at multiples of their length since the epoch).
  */
-export async function startOfAFixedWindow(needMs = 20_000): Promise<void> {
-  const left = 60_000 - (Date.now() % 60_000);
+export async function startOfAFixedWindow(needMs = 20_000, windowSeconds = 60): Promise<void> {
+  const windowMs = windowSeconds * 1000;
+  const left = windowMs - (Date.now() % windowMs);
   if (left < needMs) await new Promise((resolve) => setTimeout(resolve, left + 50));
 }

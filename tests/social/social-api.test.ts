@@ -12,6 +12,7 @@ import { allowancePeriod } from "../../lib/social/access";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, type TestEnvironment } from "../helpers/fixtures";
 import { expectProblem } from "../helpers/problem";
+import { startOfAFixedWindow } from "../helpers/rate-limit";
 import { startServer, type TestServer } from "../helpers/server";
 
 let env: TestEnvironment;
@@ -156,6 +157,7 @@ describe("GET /api/v1/scrape/{platform}/profile", () => {
 
   it("429 rate_limited: every request counts toward the account's rate, found or not", async () => {
     const account = await socialAccount("social-rate", { allowance: 100, ratePerMinute: 3 });
+    await startOfAFixedWindow();
     const statuses = [];
     for (const handle of ["nasa", "nobody_here", "nasa"]) {
       statuses.push((await get(`/scrape/instagram/profile?handle=${handle}`, account.scrapeKey)).status);
