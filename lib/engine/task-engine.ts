@@ -23,13 +23,13 @@ export async function withTaskEngine<T>(
 }
 
 /** A DuckDB instance and its connection, bounded in memory and threads, nothing yet readable or locked. */
-export type BareEngine = { connection: DuckDBConnection; close: () => void };
+export type BareEngine = { instance: DuckDBInstance; connection: DuckDBConnection; close: () => void };
 
 /**
  * A new instance with the settings every task shares (about 20 ms, bench:explore): made ahead of
  * the next task by the engine process (./task-runner.ts), and given its scope by openTaskEngine
- * when that task arrives. Nothing runs in it before: DuckDB refuses allowed_paths once external
- * access is off, so a task's files and the lock can only come with the task.
+ * (or ./kept-engine.ts) when that task arrives. Nothing runs in it before: DuckDB refuses
+ * allowed_paths once external access is off, so a task's files and the lock can only come with the task.
  */
 export async function bareEngine(): Promise<BareEngine> {
   const { memoryLimit, threads } = datasetEngineSettings();
@@ -52,48 +52,69 @@ export async function bareEngine(): Promise<BareEngine> {
     close();
     throw error;
   }
-  return { connection, close };
+  return { instance, connection, close };
 }
 
 /**
  * withTaskEngine's instance (`bare`, or a new one), configured and locked, and its closing, left to
  * the caller: the engine process (./task-runner.ts) closes it after the task's answer is sent. Used
- * by one task only. `readableOf`, run before anything is readable or locked, may narrow the files
- * the task reads (never widen: only files of `scope.readable` are kept); it runs no SQL of the buyer's.
+ * by one task only. `readable` (the scope's files by default) may be fewer files than the scope
+ * hands over, never more: only files of `scope.readable` are kept (readableWithin).
  */
 export async function openTaskEngine(
   scope: EngineScope,
-  readableOf?: (connection: DuckDBConnection) => Promise<string[]>,
+  readable: string[] = scope.readable,
   bare?: BareEngine,
 ): Promise<BareEngine> {
-  const spillMax = scope.timeLimitMs ? process.env.DATASET_QUERY_SPILL_MAX || "1GB" : datasetEngineSettings().spillMax;
   const directory = path.resolve(scope.directory);
-  const spill = path.join(directory, "spill");
   const engine = bare ?? (await bareEngine());
-  const { connection } = engine;
   try {
     // A task run again after its process was ended from outside (./engine-pool.ts) starts without its spill.
-    await fs.rm(spill, { recursive: true, force: true });
-    await connection.run(`SET temp_directory = ${sqlString(spill)}`);
-    // Bounded, so one task cannot fill the disk the database and the other tasks share. Set here:
-    // given to DuckDBInstance.create, DuckDB 1.5 reports it but does not enforce it.
-    await connection.run(`SET max_temp_directory_size = ${sqlString(spillMax)}`);
-    await connection.run(`SET allowed_directories = [${sqlString(`${directory}/`)}]`);
-    const handed = new Set(scope.readable.map((file) => path.resolve(file)));
-    const readable = readableOf ? (await readableOf(connection)).map((file) => path.resolve(file)) : [...handed];
-    await connection.run(
-      `SET allowed_paths = [${readable
-        .filter((file) => handed.has(file))
-        .map(sqlString)
-        .join(", ")}]`,
-    );
-    await connection.run("SET enable_external_access = false");
-    await connection.run("SET lock_configuration = true");
+    await fs.rm(path.join(directory, "spill"), { recursive: true, force: true });
+    await lockSandbox(engine.connection, {
+      directory,
+      spillMax: sandboxSpillMax(scope),
+      readable: readableWithin(scope, readable),
+    });
     return engine;
   } catch (error) {
     engine.close();
     throw error;
   }
+}
+
+/** The files of `asked` that `scope` hands over, resolved: a task may narrow what it reads, never widen it. */
+export function readableWithin(scope: EngineScope, asked: string[]): string[] {
+  const handed = new Set(scope.readable.map((file) => path.resolve(file)));
+  return [...new Set(asked.map((file) => path.resolve(file)))].filter((file) => handed.has(file));
+}
+
+/** What a task may spill: a buyer's query (one with a time limit) has its own, smaller bound. */
+export function sandboxSpillMax(scope: EngineScope): string {
+  return scope.timeLimitMs ? process.env.DATASET_QUERY_SPILL_MAX || "1GB" : datasetEngineSettings().spillMax;
+}
+
+/**
+ * The sandbox, set on an instance nothing of a buyer's has run in: it spills into `directory`
+ * (bounded), reads and writes only there and `readable`, then external access is off and the
+ * configuration locked (no SET, RESET or PRAGMA takes effect after). `metadataCache` keeps the
+ * Parquet footers read, for an instance kept between queries of the same files (./kept-engine.ts).
+ */
+export async function lockSandbox(
+  connection: DuckDBConnection,
+  sandbox: { directory: string; spillMax: string; readable: string[]; metadataCache?: boolean },
+): Promise<void> {
+  const { directory, spillMax, readable } = sandbox;
+  await connection.run(`SET temp_directory = ${sqlString(path.join(directory, "spill"))}`);
+  // Bounded, so one task cannot fill the disk the database and the other tasks share. Set here:
+  // given to DuckDBInstance.create, DuckDB 1.5 reports it but does not enforce it.
+  await connection.run(`SET max_temp_directory_size = ${sqlString(spillMax)}`);
+  await connection.run(`SET allowed_directories = [${sqlString(`${directory}/`)}]`);
+  await connection.run(`SET allowed_paths = [${readable.map(sqlString).join(", ")}]`);
+  // GLOBAL: a plain SET of this one would hold for this connection only, not the queries' own.
+  if (sandbox.metadataCache) await connection.run("SET GLOBAL parquet_metadata_cache = true");
+  await connection.run("SET enable_external_access = false");
+  await connection.run("SET lock_configuration = true");
 }
 
 /** `work` on the task's connection, interrupted past the scope's time limit (a buyer's query). */

@@ -2,7 +2,7 @@ import type { DuckDBConnection } from "@duckdb/node-api";
 import { AppError } from "../errors";
 import { UnreadableFileError } from "./checks";
 import type { EngineScope, EngineTaskName } from "./engine-tasks";
-import { bareEngine, openTaskEngine, runInTime, type BareEngine } from "./task-engine";
+import { bareEngine, openTaskEngine, readableWithin, runInTime, type BareEngine } from "./task-engine";
 
 /** What the app asks an engine process (./engine-child.ts) over its IPC channel, and its answer. */
 export type EngineRequest = { id: number; task: EngineTaskName; input: unknown; scope: EngineScope };
@@ -54,7 +54,16 @@ async function answerThenClose(
   let reply: EngineReply;
   try {
     const readableOf = readable[task];
-    const engine = await openTaskEngine(scope, readableOf && ((connection) => readableOf(connection, input)), bare);
+    const engine = bare ?? (await bareEngine());
+    let files = scope.readable;
+    try {
+      // Parsed before anything is readable or locked in the instance: it reads nothing.
+      if (readableOf) files = readableWithin(scope, await readableOf(engine.connection, input));
+    } catch (error) {
+      engine.close();
+      throw error;
+    }
+    await openTaskEngine(scope, files, engine);
     close = engine.close;
     const value = await runInTime(engine.connection, scope, (connection) => tasks[task]!(connection, input));
     reply = { id, ok: true, value };
