@@ -7,6 +7,7 @@ import { dropProcessSingleton, processSingleton } from "../singleton";
 import { UnreadableFileError } from "./checks";
 import { childStart, ENGINE_NICE_VARIABLE } from "./child-start";
 import { datasetEngineSettings, type DatasetEngineSettings } from "./engine";
+import { removeKeptDirectories } from "./kept-instances";
 import type { EngineReply, EngineRequest } from "./task-runner";
 import type { EngineScope, EngineTaskInput, EngineTaskName, EngineTaskOutput } from "./engine-tasks";
 
@@ -329,6 +330,12 @@ class EngineProcess {
   private ended(code: number | null, signal: NodeJS.Signals | null): void {
     this.exit = { code, signal };
     this.onExit(this);
+    // A process killed (or exiting) with a kept instance leaves its directory behind: its spill.
+    if (this.child.pid !== undefined) {
+      removeKeptDirectories(this.settings.tempDir, this.child.pid).catch((error: unknown) =>
+        logger().warn({ err: error }, "An ended engine process's kept instance directory could not be removed."),
+      );
+    }
     const current = this.current;
     if (!current) return;
     this.current = undefined;

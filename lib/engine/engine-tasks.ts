@@ -21,7 +21,9 @@ import type { Column } from "./columns";
  * The work DuckDB does, run only in an engine process (./engine-child.ts), never in one that serves
  * requests. Each task gets a DuckDB instance of its own that can reach nothing but the task's
  * directory and the files handed to it (`allowed_directories`, `allowed_paths`, external access
- * off, configuration locked), spills there, and is closed after its answer is sent (./task-runner.ts).
+ * off, configuration locked), spills there, and is closed after its answer is sent (./task-runner.ts);
+ * a buyer's read-only query runs instead on the instance its process keeps for exactly its files
+ * (./kept-engine.ts), on a connection of its own.
  */
 
 /** Rows kept for the preview: the API's `limit` goes up to this. */

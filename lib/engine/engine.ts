@@ -9,7 +9,8 @@ import type { Compression, DataFormat } from "../data-formats";
  * follows. DuckDB never runs in a process that serves requests: file content can crash it (a JSON
  * value nested 50,000 deep is a segmentation fault), so it runs in child processes of its own
  * (./engine-pool.ts, ./engine-child.ts), one task at a time, each task in a DuckDB instance that
- * reads and writes only the task's own directory and the files handed to it.
+ * reads and writes only the task's own directory and the files handed to it (a buyer's read-only
+ * query: the instance kept for exactly its files, with a private directory of its own, ./kept-engine.ts).
  *
  * Settings (environment):
  * - `DATASET_MEMORY_LIMIT` (default 256MB): DuckDB's memory_limit; it spills to the task's directory beyond it;

@@ -1,6 +1,7 @@
 import { processSingleton } from "../singleton";
 import { datasetEngineSettings } from "./engine";
 import { EnginePool } from "./engine-pool";
+import { keptIdleMs } from "./kept-instances";
 import type { EngineScope, EngineTaskInput, EngineTaskName, EngineTaskOutput } from "./engine-tasks";
 
 /**
@@ -12,7 +13,9 @@ import type { EngineScope, EngineTaskInput, EngineTaskName, EngineTaskOutput } f
  * DuckDB is interrupted); a process that does not stop `DATASET_QUERY_KILL_GRACE_SECONDS` (default 5)
  * later is killed and replaced: some of DuckDB's work (one long function call) never looks at the interrupt.
  * The processes run at the lower CPU priority `DATASET_QUERY_NICE` (default 10, 0 for none): the server
- * beside them answers its other requests first (docs/explore.md, "Limits").
+ * beside them answers its other requests first (docs/explore.md, "Limits"). Each keeps the DuckDB
+ * instance of its last query's files `DATASET_QUERY_KEEP_SECONDS` (default 60) for the next query of
+ * the same files (./kept-engine.ts).
  */
 export function runQueryTask<Name extends EngineTaskName>(
   task: Name,
@@ -56,6 +59,8 @@ const queryPool = () =>
   processSingleton("datasets:query-pool", () => {
     const size = wholeSetting("DATASET_QUERY_PROCESSES", 2);
     const perAccount = wholeSetting("DATASET_QUERY_PROCESSES_PER_ACCOUNT", Math.max(1, Math.floor(size / 2)));
+    // Read by each process (./engine-child.ts), checked here so that a malformed value is said.
+    keptIdleMs();
     return new EnginePool(datasetEngineSettings(), size, {
       perAccount,
       maxWaiting: QUERY_QUEUE_MAX,

@@ -163,6 +163,15 @@ export const QUERY_READABLE: Record<string, (connection: DuckDBConnection, input
   orderSqlParquet: readableOfNamedViews,
 };
 
+/**
+ * The query tasks that may run on an instance kept between queries of the same files
+ * (./kept-engine.ts): they write nothing into their task's directory and leave nothing beyond
+ * their connection (orderSql's views are TEMP, ended with it). sqlTables reads no file: it gets an
+ * instance of its own, as every task with nothing readable. tableSubset and orderSqlParquet write
+ * their file into the task's directory: an instance of their own, always.
+ */
+export const QUERY_KEPT: ReadonlySet<string> = new Set(["tableRows", "subsetCheck", "orderSql", "sqlTables"]);
+
 async function readableOfNamedViews(connection: DuckDBConnection, input: SqlInput): Promise<string[]> {
   const named = namedViews(await checkedTables(connection, input.sql), input.views);
   return "unresolved" in named ? [] : viewFiles(named).map((file) => file.path);

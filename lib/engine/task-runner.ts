@@ -2,6 +2,7 @@ import type { DuckDBConnection } from "@duckdb/node-api";
 import { AppError } from "../errors";
 import { UnreadableFileError } from "./checks";
 import type { EngineScope, EngineTaskName } from "./engine-tasks";
+import { KeptEngine } from "./kept-engine";
 import { bareEngine, openTaskEngine, readableWithin, runInTime, type BareEngine } from "./task-engine";
 
 /** What the app asks an engine process (./engine-child.ts) over its IPC channel, and its answer. */
@@ -12,27 +13,44 @@ export type EngineReply =
 
 type Perform<T = unknown> = (connection: DuckDBConnection, input: unknown) => Promise<T>;
 
+/** The tasks that may run on a kept instance (./query-tasks.ts QUERY_KEPT) and the process's slot for it. */
+export type KeptTasks = { tasks: ReadonlySet<string>; engine: KeptEngine };
+
+type Runner = {
+  tasks: Record<string, Perform>;
+  readable: Record<string, Perform<string[]>>;
+  kept: KeptTasks;
+};
+
 /**
- * The engine process's tasks, one at a time, each in an instance of its own (the sandbox: never
- * reused by another task). A task's answer is sent first and its instance closed after (closing
- * takes about 17 ms, bench:explore), and the next task starts only once that close is done: one
- * locked instance at a time, so the process's memory bounds hold. The next task's instance is
- * then made at once, bare (./task-engine.ts bareEngine: nothing readable, nothing run in it), so a
- * query does not wait the 20 ms of its making. `send` resolves when the answer is handed over.
- * `readable` narrows a task's files before its instance is locked (openTaskEngine).
+ * The engine process's tasks, one at a time. A task of `kept.tasks` reading at least one file runs
+ * on a new connection of the instance kept for its exact files (./kept-engine.ts), made on first
+ * use; any other task gets an instance of its own (the kept one closed first: one instance at work
+ * at a time, so the process's memory bounds hold). A task's answer is sent first and its instance
+ * (or its connection) closed after: closing an instance takes about 17 ms (bench:explore), and the
+ * next task starts only once that close is done. The next own instance is made ahead, bare
+ * (./task-engine.ts bareEngine: nothing readable, nothing run in it), so a query does not wait the
+ * 20 ms of its making. `send` resolves when the answer is handed over. `readable` narrows a task's
+ * files before its instance is chosen and locked: it parses, reads nothing.
  */
 export function taskRunner(
   tasks: Record<string, Perform>,
   send: (reply: EngineReply) => Promise<void>,
   readable: Record<string, Perform<string[]>> = {},
+  kept: KeptTasks = { tasks: new Set(), engine: new KeptEngine(0) },
 ): (request: EngineRequest) => Promise<void> {
   let previous: Promise<void> = Promise.resolve();
-  let spare: Promise<BareEngine | undefined> = madeAhead();
+  let spare: Promise<BareEngine | undefined> | undefined = madeAhead();
+  // The instance made ahead, taken by the task that needs an instance (a failed one: a new one).
+  const takeSpare = async () => {
+    const made = await spare;
+    spare = undefined;
+    return made ?? (await bareEngine());
+  };
   return (request) => {
     previous = previous.then(async () => {
-      const bare = await spare;
-      await answerThenClose({ tasks, readable }, request, send, bare);
-      spare = madeAhead();
+      await answerThenClose({ tasks, readable, kept }, request, send, takeSpare);
+      spare ??= madeAhead();
     });
     return previous;
   };
@@ -44,38 +62,77 @@ function madeAhead(): Promise<BareEngine | undefined> {
 }
 
 async function answerThenClose(
-  { tasks, readable }: { tasks: Record<string, Perform>; readable: Record<string, Perform<string[]>> },
+  { tasks, readable, kept }: Runner,
   { id, task, input, scope }: EngineRequest,
   send: (reply: EngineReply) => Promise<void>,
-  bare: BareEngine | undefined,
+  takeSpare: () => Promise<BareEngine>,
 ): Promise<void> {
-  // Set once the instance is open: openTaskEngine closes the one it could not open (`bare` too).
+  kept.engine.hold();
+  // What follows the answer: the task's own instance closed, or its connection on the kept one.
   let close: (() => void) | undefined;
   let reply: EngineReply;
   try {
-    const readableOf = readable[task];
-    const engine = bare ?? (await bareEngine());
-    let files = scope.readable;
-    try {
-      // Parsed before anything is readable or locked in the instance: it reads nothing.
-      if (readableOf) files = readableWithin(scope, await readableOf(engine.connection, input));
-    } catch (error) {
-      engine.close();
-      throw error;
+    const { files, parsedIn } = await readableFiles(readable[task], input, scope, kept.engine, takeSpare);
+    const bare = () => (parsedIn ? Promise.resolve(parsedIn) : takeSpare());
+    let connection: DuckDBConnection;
+    if (kept.engine.enabled && kept.tasks.has(task) && files.length > 0) {
+      connection = await kept.engine.connect(KeptEngine.keyOf(scope, files), scope, files, bare);
+      close = () => connection.closeSync();
+    } else {
+      kept.engine.close();
+      // openTaskEngine closes the instance it could not open (`bare` too).
+      const engine = await openTaskEngine(scope, files, await bare());
+      ({ connection, close } = engine);
     }
-    await openTaskEngine(scope, files, engine);
-    close = engine.close;
-    const value = await runInTime(engine.connection, scope, (connection) => tasks[task]!(connection, input));
+    const value = await runInTime(connection, scope, (on) => tasks[task]!(on, input));
     reply = { id, ok: true, value };
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     // A buyer's query refused for what it asks (./query-tasks.ts) keeps its code.
     const code = error instanceof AppError ? error.code : undefined;
     reply = { id, ok: false, error: { message, unreadable: error instanceof UnreadableFileError, code } };
+    // A failed task (past its time limit, DuckDB's internal error, a refusal) leaves no instance kept.
+    const closeOwn = close;
+    close = () => {
+      closeOwn?.();
+      kept.engine.close();
+    };
   }
   try {
     await send(reply);
   } finally {
     close?.();
+    kept.engine.idle();
+  }
+}
+
+/**
+ * The files a task reads: those handed over, or fewer if it narrows them (`readableOf`, a SQL
+ * query's named views). The narrowing parses the query's text in the kept instance if there is
+ * one (a connection of its own, closed after), else in the spare instance before anything is
+ * readable or locked in it (`parsedIn`: that task's instance then).
+ */
+async function readableFiles(
+  readableOf: Perform<string[]> | undefined,
+  input: unknown,
+  scope: EngineScope,
+  kept: KeptEngine,
+  takeSpare: () => Promise<BareEngine>,
+): Promise<{ files: string[]; parsedIn?: BareEngine }> {
+  if (!readableOf) return { files: readableWithin(scope, scope.readable) };
+  const parser = await kept.parser();
+  if (parser) {
+    try {
+      return { files: readableWithin(scope, await readableOf(parser, input)) };
+    } finally {
+      parser.closeSync();
+    }
+  }
+  const parsedIn = await takeSpare();
+  try {
+    return { files: readableWithin(scope, await readableOf(parsedIn.connection, input)), parsedIn };
+  } catch (error) {
+    parsedIn.close();
+    throw error;
   }
 }
