@@ -7,6 +7,7 @@ import { runAdminJson } from "../helpers/admin";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";
 import { startServer, type TestServer } from "../helpers/server";
+import { engineProcessesOf } from "../faults/helpers/processes";
 import { partFile, products, productsCsv, publicationDone, withoutQualityChecks } from "../tables/helpers";
 
 /**
@@ -333,5 +334,28 @@ describe("sql", () => {
     await Promise.all([...mine, theirs]);
     // One engine process per account: the other buyer's query ran beside the first slow one, before the rest.
     expect(finished.indexOf("b")).toBeLessThan(2);
+  });
+});
+
+describe("instances kept between queries", () => {
+  it("live in private directories of the query processes; the other buyer reads only their own files", async () => {
+    expect((await rows({ limit: "2" })).status).toBe(200);
+    expect((await rows({ limit: "2", offset: "2" })).status).toBe(200);
+    const root = path.join(workDir, "engine");
+    const live = new Set(await engineProcessesOf(server.pid!));
+    const kept = (await fs.readdir(root)).filter((name) => live.has(Number(/^kept-(\d+)-/.exec(name)?.[1])));
+    expect(kept.length).toBeGreaterThanOrEqual(1);
+    for (const name of kept) expect((await fs.stat(path.join(root, name))).mode & 0o777).toBe(0o700);
+    const theirs = await fetch(
+      `${server.url}/api/v1/orders/${otherOrderId}/sql?q=${encodeURIComponent("SELECT * FROM secret")}`,
+      {
+        headers: { Authorization: `Bearer ${otherKey}` },
+      },
+    );
+    const text = await theirs.text();
+    expect(theirs.status, text).toBe(200);
+    expect(text).toContain("other buyer's row");
+    const mine = await sql("SELECT * FROM products");
+    expect(await mine.text()).not.toContain("other buyer's row");
   });
 });
