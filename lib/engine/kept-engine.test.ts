@@ -77,9 +77,13 @@ const TASKS = {
       variable: variable.getRowsJson()[0]![0],
       reads: (await connection.runAndReadAll(`SELECT count(*) FROM read_parquet(${sqlString(fileA)})`)).getRowsJson(),
       sandbox: await Promise.all(
-        ["enable_external_access", "lock_configuration", "parquet_metadata_cache", "TimeZone"].map((name) =>
-          setting(connection, name),
-        ),
+        [
+          "enable_external_access",
+          "lock_configuration",
+          "parquet_metadata_cache",
+          "TimeZone",
+          "max_temp_directory_size",
+        ].map((name) => setting(connection, name)),
       ),
       set: await runs(connection, "SET enable_external_access = true"),
     };
@@ -142,7 +146,8 @@ describe("an instance kept between queries of the same files", () => {
       statement: false,
       variable: null,
       reads: [["10"]],
-      sandbox: ["false", "true", "true", "UTC"],
+      // Set on the connection that locked it, held on every query's: the settings are the instance's.
+      sandbox: ["false", "true", "true", "UTC", "953.6 MiB"],
       set: false,
     });
     // The same instance: nothing else was made for the second query.
