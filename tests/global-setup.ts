@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import path from "node:path";
 import type { TestProject } from "vitest/node";
 import { buildProductionServer, createMigratedTemplate, openTestDatabaseServer } from "./helpers/database-server";
+import { buildTypeScriptClient } from "./clients/cli";
 import { startTestS3 } from "./helpers/s3";
 
 declare module "vitest" {
@@ -23,6 +24,8 @@ export default async function setup(project: TestProject) {
   buildProductionServer();
   // The CLI tests run the built operator CLI, as `npm run admin` does; built here once, not by each test file.
   execFileSync(process.execPath, ["scripts/cli-build.mjs", "--if-stale"], { stdio: "inherit" });
+  // The `dataset-access` command the client tests run, compiled once here, not by each of them.
+  await buildTypeScriptClient();
   const server = await openTestDatabaseServer();
   project.provide("databaseServerUrl", server.url);
   const template = await createMigratedTemplate(server.url);

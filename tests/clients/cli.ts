@@ -1,14 +1,34 @@
 import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { promises as fs } from "node:fs";
 import { promisify } from "node:util";
 import path from "node:path";
 
-/** Builds clients/typescript to dist/ with its own tsconfig, as `npm run client:build` does. */
+/**
+ * Builds clients/typescript to dist/ with its own tsconfig, as `npm run client:build` does, unless
+ * dist/ is newer than every source. The tests' global setup builds it once per run, so the test
+ * files that run the command (two at a time) neither compile it again nor rewrite it under each other.
+ */
 export async function buildTypeScriptClient(): Promise<void> {
+  if (await clientBuildIsFresh()) return;
   await promisify(execFile)(process.execPath, [
     path.resolve("node_modules/typescript/bin/tsc"),
     "-p",
     "clients/typescript",
   ]);
+}
+
+async function clientBuildIsFresh(): Promise<boolean> {
+  const built = await fs.stat(CLI).catch(() => undefined);
+  if (!built) return false;
+  const sources = (await fs.readdir(path.resolve("clients/typescript/src"), { recursive: true })).map((file) =>
+    path.join("src", file),
+  );
+  const times = await Promise.all(
+    [...sources, "package.json", "tsconfig.json"].map(
+      async (file) => (await fs.stat(path.resolve("clients/typescript", file))).mtimeMs,
+    ),
+  );
+  return Math.max(...times) < built.mtimeMs;
 }
 
 export const CLI = path.resolve("clients/typescript/dist/cli.js");
