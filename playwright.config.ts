@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { defineConfig } from "@playwright/test";
 
 /**
@@ -5,6 +6,15 @@ import { defineConfig } from "@playwright/test";
  * browser download does not work here; CHROMIUM_PATH overrides the path) against the production
  * build, with sign-in e-mails received by a real SMTP server (e2e/global-setup.ts).
  */
+
+/**
+ * Debian's chromium-headless-shell where installed: the same Blink as `chromium` without the full
+ * browser around it, which is also what Playwright runs headless by default. The suite took 159 s
+ * with it against 199 s with `chromium`, the browser's CPU 99 s against 177 s (2 cores, one worker).
+ */
+const HEADLESS_SHELL = "/usr/lib/chromium/chromium-headless-shell";
+const chromiumPath = process.env.CHROMIUM_PATH ?? (existsSync(HEADLESS_SHELL) ? HEADLESS_SHELL : "/usr/bin/chromium");
+
 export default defineConfig({
   testDir: "e2e",
   globalSetup: "./e2e/global-setup.ts",
@@ -18,7 +28,7 @@ export default defineConfig({
   use: {
     browserName: "chromium",
     launchOptions: {
-      executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
+      executablePath: chromiumPath,
       args: [
         "--headless",
         "--no-sandbox",
