@@ -46,10 +46,11 @@ async function isFresh(): Promise<boolean> {
   return (await newestSourceTime()) <= packed.mtimeMs;
 }
 
-async function newestSourceTime(): Promise<number> {
+/** When the client's sources (its src/, package.json and tsconfig.json) last changed, in ms since the epoch. */
+export async function newestSourceTime(): Promise<number> {
   const files = await fs.readdir(path.resolve(SOURCE_DIR, "src"), { recursive: true });
   const times = await Promise.all(
-    [...files.map((file) => path.join("src", file)), "package.json"].map(
+    [...files.map((file) => path.join("src", file)), "package.json", "tsconfig.json"].map(
       async (file) => (await fs.stat(path.resolve(SOURCE_DIR, file))).mtimeMs,
     ),
   );

@@ -2,6 +2,7 @@ import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { promises as fs } from "node:fs";
 import { promisify } from "node:util";
 import path from "node:path";
+import { newestSourceTime } from "../../lib/clients/typescript-package";
 
 /**
  * Builds clients/typescript to dist/ with its own tsconfig, as `npm run client:build` does, unless
@@ -19,16 +20,7 @@ export async function buildTypeScriptClient(): Promise<void> {
 
 async function clientBuildIsFresh(): Promise<boolean> {
   const built = await fs.stat(CLI).catch(() => undefined);
-  if (!built) return false;
-  const sources = (await fs.readdir(path.resolve("clients/typescript/src"), { recursive: true })).map((file) =>
-    path.join("src", file),
-  );
-  const times = await Promise.all(
-    [...sources, "package.json", "tsconfig.json"].map(
-      async (file) => (await fs.stat(path.resolve("clients/typescript", file))).mtimeMs,
-    ),
-  );
-  return Math.max(...times) < built.mtimeMs;
+  return built !== undefined && (await newestSourceTime()) < built.mtimeMs;
 }
 
 export const CLI = path.resolve("clients/typescript/dist/cli.js");

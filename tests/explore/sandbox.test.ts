@@ -8,6 +8,7 @@ import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";
 import { startServer, type TestServer } from "../helpers/server";
 import { engineProcessesOf } from "../faults/helpers/processes";
+import { keptDirectoryPrefix } from "../../lib/engine/kept-instances";
 import { partFile, products, productsCsv, publicationDone, withoutQualityChecks } from "../tables/helpers";
 
 /**
@@ -343,7 +344,9 @@ describe("instances kept between queries", () => {
     expect((await rows({ limit: "2", offset: "2" })).status).toBe(200);
     const root = path.join(workDir, "engine");
     const live = new Set(await engineProcessesOf(server.pid!));
-    const kept = (await fs.readdir(root)).filter((name) => live.has(Number(/^kept-(\d+)-/.exec(name)?.[1])));
+    const kept = (await fs.readdir(root)).filter((name) =>
+      [...live].some((pid) => name.startsWith(keptDirectoryPrefix(pid))),
+    );
     expect(kept.length).toBeGreaterThanOrEqual(1);
     for (const name of kept) expect((await fs.stat(path.join(root, name))).mode & 0o777).toBe(0o700);
     const theirs = await fetch(
