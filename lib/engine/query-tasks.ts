@@ -28,6 +28,8 @@ export type SubsetRowsInput = {
   select: string[];
   where?: string;
   orderBy: { column: string; descending: boolean }[];
+  /** Whether the parts' file order must follow `orderBy` to make the order total (no unique key in it). */
+  fileOrder: boolean;
 };
 /** A page of them: with the key and file order after the sort, pages neither overlap nor skip. */
 export type RowsInput = SubsetRowsInput & { limit: number; offset: number };
@@ -222,13 +224,16 @@ const SUBSET_COPY_OPTIONS: Record<RenditionFormat, string> = {
 };
 
 /**
- * The SELECT of a version's rows: the asked columns, the checked filter, ordered by the asked sort,
- * then the parts' order as given (version, then name, not their stored paths' random ids), then
- * each row's position in its part: a total order.
+ * The SELECT of a version's rows: the asked columns, the checked filter, ordered by the asked sort
+ * and the key, then (`fileOrder`) the parts' order as given (version, then name, not their stored
+ * paths' random ids) and each row's position in its part: a total order.
  */
 async function orderedRowsSql(connection: DuckDBConnection, input: SubsetRowsInput): Promise<string> {
   const filter = input.where === undefined ? "" : `WHERE ${await parsedFilter(connection, input.where, input.columns)}`;
-  const { source, fileOrder } = await fileOrderedSource(connection, input);
+  const reader = `read_parquet([${input.files.map((file) => sqlString(file.path)).join(", ")}])`;
+  const { source, fileOrder } = input.fileOrder
+    ? await fileOrderedSource(connection, reader, input.columns)
+    : { source: reader, fileOrder: [] };
   const order = [
     ...input.orderBy.map(({ column, descending }) => `${sqlIdentifier(column)} ${descending ? "DESC" : "ASC"}`),
     ...fileOrder.map(sqlIdentifier),
@@ -244,10 +249,10 @@ async function orderedRowsSql(connection: DuckDBConnection, input: SubsetRowsInp
  */
 async function fileOrderedSource(
   connection: DuckDBConnection,
-  input: SubsetRowsInput,
+  reader: string,
+  columns: string[],
 ): Promise<{ source: string; fileOrder: string[] }> {
-  const reader = `read_parquet([${input.files.map((file) => sqlString(file.path)).join(", ")}])`;
-  const taken = new Set(input.columns.map((name) => name.toLowerCase()));
+  const taken = new Set(columns.map((name) => name.toLowerCase()));
   if (!FILE_ORDER_COLUMNS.some((name) => taken.has(name))) return { source: reader, fileOrder: FILE_ORDER_COLUMNS };
   let position = "row_position";
   while (taken.has(position)) position = `_${position}`;

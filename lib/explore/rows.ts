@@ -5,12 +5,13 @@ import { AppError } from "../errors";
 import { runBuyerQuery } from "./engine-run";
 import { versionFiles } from "./files";
 import { withCachedCopies } from "./query-cache";
-import { resolveTableRequest, type TableRequest } from "./table-request";
+import { resolveTableRequest, rowsOrder, type RowsSort, type TableRequest } from "./table-request";
 
 /**
  * `GET /orders/{id}/tables/{name}/rows` (contract Part 7): a page of a version's rows, the columns
  * asked, filtered by a checked `where` (lib/engine/where-filter.ts), in a total order (the asked
- * sort, then the key, then the parts' file order), so `offset` pages neither overlap nor skip.
+ * sort, then the key, then where needed the parts' file order: ./table-request.ts rowsOrder), so
+ * `offset` pages neither overlap nor skip.
  */
 
 export type RowsRequest = TableRequest & {
@@ -26,14 +27,12 @@ export function readTableRows(request: RowsRequest): Promise<RowsPage> {
 
 async function pageOfRows(request: RowsRequest): Promise<RowsPage> {
   const { table, version, names, select } = await resolveTableRequest(request);
-  const orderBy = request.orderBy === undefined ? [] : parseOrderBy(request.orderBy, names);
-  const sorted = new Set(orderBy.map(({ column }) => column));
-  for (const column of table.key) if (!sorted.has(column)) orderBy.push({ column, descending: false });
+  const order = rowsOrder(table, request.orderBy === undefined ? [] : parseOrderBy(request.orderBy, names));
   const files = await versionFiles(table, version.version);
   const page = await runBuyerQuery(
     request.buyerId,
     "tableRows",
-    { files, columns: names, select, where: request.where, orderBy, limit: request.limit, offset: request.offset },
+    { files, columns: names, select, where: request.where, ...order, limit: request.limit, offset: request.offset },
     files,
   );
   return {
@@ -47,7 +46,7 @@ async function pageOfRows(request: RowsRequest): Promise<RowsPage> {
 const ORDER_ITEM = /^\s*(?:"((?:[^"]|"")+)"|([\p{L}_][\p{L}\p{N}_]*))(?:\s+(asc|desc))?\s*$/iu;
 
 /** `col [asc|desc]`, comma-separated (a name with a comma or a space double-quoted); anything else is refused. */
-export function parseOrderBy(text: string, names: string[]): { column: string; descending: boolean }[] {
+export function parseOrderBy(text: string, names: string[]): RowsSort[] {
   const items = splitOutsideQuotes(text);
   const seen = new Set<string>();
   return items.map((item) => {

@@ -15,6 +15,7 @@ import { versionNotFound } from "../tables/queries";
 import type { QueryFile } from "../engine/query-tasks";
 import { versionFiles, type OrderTable } from "./files";
 import { withCachedCopies } from "./query-cache";
+import { rowsOrder } from "./table-request";
 
 /**
  * The subset's job (./subsets.ts): every matching row of the version written by DuckDB in one of the
@@ -107,7 +108,7 @@ async function writeSubsetOf(subset: Subset, files: QueryFile[]) {
       columns: subset.versionColumns,
       select: subset.columns,
       where: subset.where ?? undefined,
-      orderBy: subset.table.key.map((column) => ({ column, descending: false })),
+      ...rowsOrder(subset.table),
       format: subset.format,
       target,
     };

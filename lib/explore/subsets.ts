@@ -7,7 +7,7 @@ import { jobTransaction, QUEUES, sendJob } from "../queue";
 import { runBuyerQuery } from "./engine-run";
 import { versionFiles } from "./files";
 import { withCachedCopies } from "./query-cache";
-import { resolveTableRequest, type TableRequest } from "./table-request";
+import { resolveTableRequest, rowsOrder, type TableRequest } from "./table-request";
 
 /**
  * `GET /orders/{id}/tables/{name}/subset` (contract Part 7): every matching row of a version, the
@@ -58,7 +58,7 @@ async function requestedSubset(request: SubsetRequest): Promise<SubsetFile> {
     columns: names,
     select,
     where: request.where,
-    orderBy: table.key.map((column) => ({ column, descending: false })),
+    ...rowsOrder(table),
   };
   // What rows would refuse is refused now, not after a job: the filter checked and bound, no row read.
   await runBuyerQuery(request.buyerId, "subsetCheck", input, input.files);

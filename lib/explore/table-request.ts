@@ -36,6 +36,26 @@ export async function resolveTableRequest(request: TableRequest): Promise<Resolv
   return { table, version, names, select };
 }
 
+export type RowsSort = { column: string; descending: boolean };
+
+/**
+ * The rows' total order (contract Part 7): the asked sort, then the key's columns it lacks. A
+ * snapshot's key is unique (checked when the version is made), so that order is total as it is;
+ * without a key, or in an append table (its versions may repeat a key), the parts' file order
+ * follows (`fileOrder`), which costs the engine two more sort columns.
+ */
+export function rowsOrder(
+  table: Pick<OrderTable, "mode" | "key">,
+  asked: RowsSort[] = [],
+): { orderBy: RowsSort[]; fileOrder: boolean } {
+  const sorted = new Set(asked.map(({ column }) => column));
+  const orderBy = [
+    ...asked,
+    ...table.key.filter((column) => !sorted.has(column)).map((column) => ({ column, descending: false })),
+  ];
+  return { orderBy, fileOrder: table.mode === "append" || table.key.length === 0 };
+}
+
 /** The asked columns, each a column of the version, none twice. */
 function chosenColumns(asked: string[], names: string[]): string[] {
   const seen = new Set<string>();
