@@ -42,6 +42,41 @@ export async function deliveredOrderTables(buyerId: string, orderId: string): Pr
   );
 }
 
+/**
+ * One table of the buyer's delivered order and a kept version of it (`version`, default the
+ * current one), refused as deliveredOrderTables, tableOf and keptVersion refuse, in their order:
+ * in one statement, as rows and subsets ask it on every call.
+ */
+export async function deliveredTableVersion(
+  buyerId: string,
+  orderId: string,
+  name: string,
+  version: number | undefined,
+): Promise<{ table: OrderTable & { currentVersion: number }; version: TableVersion }> {
+  if (!isTypedId("ord", orderId)) throw orderNotFound(orderId);
+  const [row] = await sqlQuery<{
+    status: OrderStatus;
+    table: OrderTable | null;
+    version: TableVersion | null;
+  }>(
+    `SELECT o.status,
+       CASE WHEN t.id IS NOT NULL THEN json_build_object('id', t.id, 'name', t.name, 'mode', t.mode, 'key', t.key,
+         'currentVersion', t.current_version) END AS "table",
+       CASE WHEN v.version IS NOT NULL THEN json_build_object('version', v.version, 'columns', v.columns) END AS version
+     FROM orders o
+     LEFT JOIN order_tables t ON t.order_id = o.id AND t.name = $3
+     LEFT JOIN table_versions v ON v.table_id = t.id AND v.version = COALESCE($4::int, t.current_version)
+       AND v.pruned_at IS NULL
+     WHERE o.id = $1 AND o.buyer_id = $2`,
+    [orderId, buyerId, TABLE_NAME_PATTERN.test(name) ? name : null, version ?? null],
+  );
+  if (!row) throw orderNotFound(orderId);
+  if (row.status !== "delivered") throw notDelivered(orderId, row.status);
+  const table = tableOf(row.table ? [row.table] : [], orderId, name);
+  if (!row.version) throw versionNotFound(table.name, version ?? table.currentVersion);
+  return { table, version: row.version };
+}
+
 /** One table of the order with a version. */
 export function tableOf(tables: OrderTable[], orderId: string, name: string): OrderTable & { currentVersion: number } {
   const table = TABLE_NAME_PATTERN.test(name) ? tables.find((one) => one.name === name) : undefined;

@@ -1,6 +1,6 @@
 import { lexFilter, unknownColumn } from "../engine/where-filter";
 import { AppError } from "../errors";
-import { deliveredOrderTables, keptVersion, tableOf, type OrderTable, type TableVersion } from "./files";
+import { deliveredTableVersion, type OrderTable, type TableVersion } from "./files";
 
 /**
  * What rows and subsets ask alike (contract Part 7): a version of one table of the buyer's
@@ -28,9 +28,12 @@ export type ResolvedTableRequest = {
 
 export async function resolveTableRequest(request: TableRequest): Promise<ResolvedTableRequest> {
   if (request.where !== undefined) lexFilter(request.where);
-  const tables = await deliveredOrderTables(request.buyerId, request.orderId);
-  const table = tableOf(tables, request.orderId, request.table);
-  const version = await keptVersion(table, request.version ?? table.currentVersion);
+  const { table, version } = await deliveredTableVersion(
+    request.buyerId,
+    request.orderId,
+    request.table,
+    request.version,
+  );
   const names = version.columns.map((column) => column.name);
   const select = request.columns ? chosenColumns(request.columns, names) : names;
   return { table, version, names, select };
