@@ -181,7 +181,7 @@ export interface paths {
         };
         /**
          * Read a table's rows: chosen columns, filtered, sorted, paged
-         * @description Runs in the data engine's sandbox over the version's parts (any size). `where` is checked against an allow-list on DuckDB's own parse (400 `invalid_filter` names the first offending token). Pages are stable: the order is `order_by`, then the key, then the file order. A query past 10 seconds of engine time is 422 `query_timeout`.
+         * @description Runs in the data engine's sandbox over the version's parts (any size). `where` is checked against an allow-list on DuckDB's own parse (400 `invalid_filter` names the first offending token). Pages are stable: the order is `order_by`, then the key, then (no key, or an append table) the file order. A query past 10 seconds of engine time is 422 `query_timeout`.
          */
         get: operations["readTableRows"];
         put?: never;
@@ -201,7 +201,7 @@ export interface paths {
         };
         /**
          * Download a table's matching rows as a file
-         * @description Every row of the version that matches `where`, the columns asked, in the rows' order (the key, then the file order), as Parquet (default), CSV or JSON Lines. Made by a job: 202 `rendition_pending` with Retry-After while it is made, then 302 to a signed URL, with the rules of a file download. The same request within 24 hours reuses the file. Checked as rows are; a subset that could not be made answers its error once (then ask again).
+         * @description Every row of the version that matches `where`, the columns asked, in the rows' order (the key, then where needed the file order), as Parquet (default), CSV or JSON Lines. Made by a job: 202 `rendition_pending` with Retry-After while it is made, then 302 to a signed URL, with the rules of a file download. The same request within 24 hours reuses the file. Checked as rows are; a subset that could not be made answers its error once (then ask again).
          */
         get: operations["downloadTableSubset"];
         put?: never;
