@@ -42,27 +42,44 @@ export async function deliveredOrderTables(buyerId: string, orderId: string): Pr
   );
 }
 
+/** A part of a version as stored: its file, name and Parquet rendition's location. */
+export type VersionPart = { fileId: string; name: string; storageKey: string };
+
 /**
- * One table of the buyer's delivered order and a kept version of it (`version`, default the
- * current one), refused as deliveredOrderTables, tableOf and keptVersion refuse, in their order:
- * in one statement, as rows and subsets ask it on every call.
+ * The parts holding the rows of version `v` of table `t` (append: every kept version up to it), by
+ * version and name, as a JSON array: a subquery of the statements that name `t` and `v`.
+ */
+const PARTS_OF_VERSION = `(SELECT coalesce(json_agg(json_build_object('fileId', f.id, 'name', f.name,
+       'storageKey', r.storage_key) ORDER BY pv.version, f.name COLLATE "C"), '[]')
+     FROM table_versions pv
+     JOIN order_files f ON f.publication_id = pv.publication_id
+     JOIN file_renditions r ON r.file_id = f.id AND r.format = 'parquet' AND r.status = 'ready'
+     WHERE pv.table_id = t.id AND pv.pruned_at IS NULL
+       AND (pv.version = v.version OR (t.mode = 'append' AND pv.version < v.version)))`;
+
+/**
+ * One table of the buyer's delivered order, a kept version of it (`version`, default the current
+ * one) and its parts (for readableParts), refused as deliveredOrderTables, tableOf and keptVersion
+ * refuse, in their order: in one statement, as rows and subsets ask it on every call.
  */
 export async function deliveredTableVersion(
   buyerId: string,
   orderId: string,
   name: string,
   version: number | undefined,
-): Promise<{ table: OrderTable & { currentVersion: number }; version: TableVersion }> {
+): Promise<{ table: OrderTable & { currentVersion: number }; version: TableVersion; parts: VersionPart[] }> {
   if (!isTypedId("ord", orderId)) throw orderNotFound(orderId);
   const [row] = await sqlQuery<{
     status: OrderStatus;
     table: OrderTable | null;
     version: TableVersion | null;
+    parts: VersionPart[] | null;
   }>(
     `SELECT o.status,
        CASE WHEN t.id IS NOT NULL THEN json_build_object('id', t.id, 'name', t.name, 'mode', t.mode, 'key', t.key,
          'currentVersion', t.current_version) END AS "table",
-       CASE WHEN v.version IS NOT NULL THEN json_build_object('version', v.version, 'columns', v.columns) END AS version
+       CASE WHEN v.version IS NOT NULL THEN json_build_object('version', v.version, 'columns', v.columns) END AS version,
+       CASE WHEN v.version IS NOT NULL THEN ${PARTS_OF_VERSION} END AS parts
      FROM orders o
      LEFT JOIN order_tables t ON t.order_id = o.id AND t.name = $3
      LEFT JOIN table_versions v ON v.table_id = t.id AND v.version = COALESCE($4::int, t.current_version)
@@ -74,7 +91,7 @@ export async function deliveredTableVersion(
   if (row.status !== "delivered") throw notDelivered(orderId, row.status);
   const table = tableOf(row.table ? [row.table] : [], orderId, name);
   if (!row.version) throw versionNotFound(table.name, version ?? table.currentVersion);
-  return { table, version: row.version };
+  return { table, version: row.version, parts: row.parts ?? [] };
 }
 
 /** One table of the order with a version. */
@@ -96,28 +113,28 @@ export async function keptVersion(table: OrderTable, version: number): Promise<T
 
 /** The parts holding the version's rows (append: every kept version up to it), by version and name. */
 export async function versionFiles(table: OrderTable, version: number): Promise<QueryFile[]> {
-  const rows = await sqlQuery<{ fileId: string; name: string; storageKey: string }>(
-    `SELECT f.id AS "fileId", f.name, r.storage_key AS "storageKey"
-     FROM table_versions v
-     JOIN order_files f ON f.publication_id = v.publication_id
-     JOIN file_renditions r ON r.file_id = f.id AND r.format = 'parquet' AND r.status = 'ready'
-     WHERE v.table_id = $1 AND v.pruned_at IS NULL AND (v.version = $2 OR ($3 AND v.version < $2))
-     ORDER BY v.version, f.name COLLATE "C"`,
-    [table.id, version, table.mode === "append"],
+  const [row] = await sqlQuery<{ parts: VersionPart[] }>(
+    `SELECT ${PARTS_OF_VERSION} AS parts
+     FROM order_tables t JOIN table_versions v ON v.table_id = t.id AND v.version = $2
+     WHERE t.id = $1`,
+    [table.id, version],
   );
-  if (rows.length === 0) {
+  return readableParts(table, version, row?.parts ?? []);
+}
+
+/** `parts` as files the engine can read; none yet (its renditions being made) is rendition_pending. */
+export async function readableParts(table: OrderTable, version: number, parts: VersionPart[]): Promise<QueryFile[]> {
+  if (parts.length === 0) {
     throw new AppError(
       "rendition_pending",
       `The parts of ${table.name} version ${version} are being made ready: ask again in 5 seconds.`,
-      {
-        "Retry-After": "5",
-      },
+      { "Retry-After": "5" },
     );
   }
   return Promise.all(
-    rows.map(async (row) => ({
-      name: row.name,
-      path: await readablePath({ fileId: row.fileId, rendition: true }, row.storageKey),
+    parts.map(async (part) => ({
+      name: part.name,
+      path: await readablePath({ fileId: part.fileId, rendition: true }, part.storageKey),
     })),
   );
 }

@@ -3,7 +3,7 @@ import type { Json } from "../engine/preview-values";
 import { unknownColumn } from "../engine/where-filter";
 import { AppError } from "../errors";
 import { runBuyerQuery } from "./engine-run";
-import { versionFiles } from "./files";
+import { readableParts } from "./files";
 import { withCachedCopies } from "./query-cache";
 import { resolveTableRequest, rowsOrder, type RowsSort, type TableRequest } from "./table-request";
 
@@ -26,9 +26,9 @@ export function readTableRows(request: RowsRequest): Promise<RowsPage> {
 }
 
 async function pageOfRows(request: RowsRequest): Promise<RowsPage> {
-  const { table, version, names, select } = await resolveTableRequest(request);
+  const { table, version, parts, names, select } = await resolveTableRequest(request);
   const order = rowsOrder(table, request.orderBy === undefined ? [] : parseOrderBy(request.orderBy, names));
-  const files = await versionFiles(table, version.version);
+  const files = await readableParts(table, version.version, parts);
   const page = await runBuyerQuery(
     request.buyerId,
     "tableRows",

@@ -5,7 +5,7 @@ import { RENDITION_CONTENT_TYPES, subsetName, type RenditionFormat } from "../da
 import { AppError, type ErrorCode } from "../errors";
 import { jobTransaction, QUEUES, sendJob } from "../queue";
 import { runBuyerQuery } from "./engine-run";
-import { versionFiles } from "./files";
+import { readableParts } from "./files";
 import { withCachedCopies } from "./query-cache";
 import { resolveTableRequest, rowsOrder, type TableRequest } from "./table-request";
 
@@ -44,7 +44,7 @@ export function subsetFile(request: SubsetRequest): Promise<SubsetFile> {
 }
 
 async function requestedSubset(request: SubsetRequest): Promise<SubsetFile> {
-  const { table, version, names, select } = await resolveTableRequest(request);
+  const { table, version, parts, names, select } = await resolveTableRequest(request);
   // Normalized: no columns and every column in the version's order are one request.
   const requestKey = createHash("sha256")
     .update(JSON.stringify([request.orderId, table.id, version.version, select, request.where ?? null, request.format]))
@@ -54,7 +54,7 @@ async function requestedSubset(request: SubsetRequest): Promise<SubsetFile> {
   const found = await liveSubset(request.orderId, requestKey);
   if (found) return answer(found, name, request.format);
   const input = {
-    files: await versionFiles(table, version.version),
+    files: await readableParts(table, version.version, parts),
     columns: names,
     select,
     where: request.where,

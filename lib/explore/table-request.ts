@@ -1,6 +1,6 @@
 import { lexFilter, unknownColumn } from "../engine/where-filter";
 import { AppError } from "../errors";
-import { deliveredTableVersion, type OrderTable, type TableVersion } from "./files";
+import { deliveredTableVersion, type OrderTable, type TableVersion, type VersionPart } from "./files";
 
 /**
  * What rows and subsets ask alike (contract Part 7): a version of one table of the buyer's
@@ -20,6 +20,8 @@ export type TableRequest = {
 export type ResolvedTableRequest = {
   table: OrderTable & { currentVersion: number };
   version: TableVersion;
+  /** The version's parts as stored (./files.ts readableParts makes them readable). */
+  parts: VersionPart[];
   /** Every column of the version, in its order. */
   names: string[];
   /** The asked columns, or every column. */
@@ -28,7 +30,7 @@ export type ResolvedTableRequest = {
 
 export async function resolveTableRequest(request: TableRequest): Promise<ResolvedTableRequest> {
   if (request.where !== undefined) lexFilter(request.where);
-  const { table, version } = await deliveredTableVersion(
+  const { table, version, parts } = await deliveredTableVersion(
     request.buyerId,
     request.orderId,
     request.table,
@@ -36,7 +38,7 @@ export async function resolveTableRequest(request: TableRequest): Promise<Resolv
   );
   const names = version.columns.map((column) => column.name);
   const select = request.columns ? chosenColumns(request.columns, names) : names;
-  return { table, version, names, select };
+  return { table, version, parts, names, select };
 }
 
 export type RowsSort = { column: string; descending: boolean };
