@@ -105,7 +105,8 @@ export async function waitForMail(email: string, since: number, timeoutMs = 15_0
 /** Every address the SMTP server has received mail for so far. */
 export async function mailRecipients(): Promise<string[]> {
   const mailDir = process.env.E2E_MAIL_DIR!;
-  const names = await fs.readdir(mailDir);
+  // A `.partial` file is a mail still being written (renamed when whole), as waitForMail skips it.
+  const names = (await fs.readdir(mailDir)).filter((name) => !name.endsWith(".partial"));
   const stored = await Promise.all(
     names.map(async (name) => JSON.parse(await fs.readFile(path.join(mailDir, name), "utf8"))),
   );
