@@ -4,12 +4,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DISCARDED_BODY_LIMIT_BYTES, readBodyWithin } from "./request-body";
 
 const LIMIT = 1024;
+/** What readBodyWithin returned for each request: its length, or null (refused). */
+const bodies: (number | null)[] = [];
 let server: Server;
 let port: number;
 
 beforeAll(async () => {
   server = createServer((req, res) => {
     void readBodyWithin(req, LIMIT).then((body) => {
+      bodies.push(body === null ? null : body.length);
       if (body === null) res.writeHead(413, { Connection: "close" }).end("too large");
       else res.writeHead(200).end(`read ${body.length}`);
     });
@@ -64,5 +67,30 @@ describe("readBodyWithin", () => {
       req.write(Buffer.alloc(1024));
     });
     expect(status).toBe(413);
+  });
+
+  it("stops reading a body without a length once past DISCARDED_BODY_LIMIT_BYTES", async () => {
+    const before = bodies.length;
+    const chunk = Buffer.alloc(1024 * 1024, 120);
+    let sent = 0;
+    // The sender writes up to twice the discard limit; it is answered (or its socket closed) before it is done.
+    const outcome = await new Promise<string>((resolve) => {
+      const req = request({ port, host: "127.0.0.1", method: "POST" }, (res) => {
+        resolve(`status ${res.statusCode}`);
+        req.destroy();
+      });
+      req.on("error", (error: NodeJS.ErrnoException) => resolve(`error ${error.code}`));
+      const writeNext = () => {
+        if (sent >= 2 * DISCARDED_BODY_LIMIT_BYTES) return void req.end();
+        sent += chunk.length;
+        req.write(chunk, (error) => {
+          if (!error) setImmediate(writeNext);
+        });
+      };
+      writeNext();
+    });
+    expect(outcome).toMatch(/^(status 413|error (EPIPE|ECONNRESET))$/);
+    expect(sent).toBeLessThan(2 * DISCARDED_BODY_LIMIT_BYTES);
+    expect(bodies.slice(before)).toEqual([null]);
   });
 });
