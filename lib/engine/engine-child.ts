@@ -31,12 +31,21 @@ const keptFor = (() => {
     return 0;
   }
 })();
+const kept = new KeptEngine(keptFor);
 const run = taskRunner(
   ENGINE_TASKS as unknown as Parameters<typeof taskRunner>[0],
   send,
   QUERY_READABLE as unknown as Parameters<typeof taskRunner>[2],
-  { tasks: QUERY_KEPT, engine: new KeptEngine(keptFor) },
+  { tasks: QUERY_KEPT, engine: kept },
 );
 
 process.on("message", (request: EngineRequest) => void run(request));
-process.on("disconnect", () => process.exit(0));
+// The parent gone (ended, or killed: it cannot remove this process's directories then), the kept
+// instance's directory and its spill go with this process.
+process.on("disconnect", () => {
+  try {
+    kept.close();
+  } finally {
+    process.exit(0);
+  }
+});

@@ -1,8 +1,10 @@
+import { fork } from "node:child_process";
 import { existsSync, promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { DuckDBInstance, type DuckDBConnection } from "@duckdb/node-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { childStart } from "./child-start";
 import { sqlString } from "./engine";
 import { KeptEngine } from "./kept-engine";
 import { keptDirectoryPrefix, removeKeptDirectories } from "./kept-instances";
@@ -212,6 +214,35 @@ describe("an instance kept between queries of the same files", () => {
     const { kept, ask } = runner(0);
     expect(await ask(1, "read", [fileA], { file: fileA })).toMatchObject({ spill: path.join(taskDirectory, "spill") });
     expect(kept.directory).toBeUndefined();
+  });
+
+  it("is removed by its engine process when the parent goes away (killed, it cannot remove it)", async () => {
+    const start = childStart();
+    const child = fork(start.entry, [], {
+      execArgv: start.execArgv,
+      env: { ...process.env, DATASET_TEMP_DIR: root, DATASET_QUERY_KEEP_SECONDS: "60" },
+      serialization: "advanced",
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    });
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    const replied = new Promise<EngineReply>((resolve) => child.once("message", resolve));
+    const input = {
+      files: [{ path: fileA, name: "a" }],
+      columns: ["part", "id"],
+      select: ["id"],
+      orderBy: [],
+      fileOrder: true,
+      limit: 3,
+      offset: 0,
+    };
+    child.send(request(1, "tableRows", [fileA], input));
+    expect(await replied).toMatchObject({ ok: true, value: { rows: [[0], [1], [2]] } });
+    const keptOfChild = async () =>
+      (await fs.readdir(root)).filter((name) => name.startsWith(keptDirectoryPrefix(child.pid!)));
+    expect(await keptOfChild()).toHaveLength(1);
+    child.disconnect();
+    await exited;
+    expect(await keptOfChild()).toEqual([]);
   });
 
   it("leaves directories of an ended process that the pool removes", async () => {
