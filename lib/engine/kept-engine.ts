@@ -56,14 +56,6 @@ export class KeptEngine {
   }
 
   /**
-   * A new connection on the kept instance, whatever its files, to parse a query's text in
-   * (`json_serialize_sql` of it as a parameter: nothing of it runs, no file is read); none if none is kept.
-   */
-  async parser(): Promise<DuckDBConnection | undefined> {
-    return this.kept?.engine.instance.connect();
-  }
-
-  /**
    * A new connection, for one query, on the instance kept for `key`. If the slot holds another, that
    * is closed first and the instance of `key` made from `bare()`: its private directory, `readable`
    * and nothing else allowed, the Parquet metadata cache on, then locked. `bare()` is closed if that fails.

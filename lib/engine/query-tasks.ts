@@ -5,6 +5,7 @@ import { AppError, type ErrorCode } from "../errors";
 import { SPILL_LIMIT, sqlIdentifier, sqlString } from "./engine";
 import { previewRows, type Json } from "./preview-values";
 import { checkSelect } from "./sql-check";
+import { serializedSql } from "./sql-parser";
 import { renderFilter, WHERE_PARSE_PREFIX } from "./where-filter";
 
 /**
@@ -103,7 +104,7 @@ export const QUERY_TASKS = {
 
   /** The tables a query reads (its checked parse), so the server can make their files readable. */
   async sqlTables(connection: DuckDBConnection, input: { sql: string }): Promise<{ tables: string[] }> {
-    return { tables: await checkedTables(connection, input.sql) };
+    return { tables: await checkedTables(input.sql) };
   },
 
   /**
@@ -112,7 +113,7 @@ export const QUERY_TASKS = {
    * readable (QUERY_READABLE); a name the views lack is answered `unresolved`, nothing run.
    */
   async orderSql(connection: DuckDBConnection, input: SqlInput): Promise<SqlOutput | Unresolved> {
-    const views = namedViews(await checkedTables(connection, input.sql), input.views);
+    const views = namedViews(await checkedTables(input.sql), input.views);
     if ("unresolved" in views) return views;
     return explained(viewFiles(views), "invalid_sql", async () => {
       const result = await connection.streamAndReadUntil(
@@ -140,7 +141,7 @@ export const QUERY_TASKS = {
     connection: DuckDBConnection,
     input: SqlInput & { target: string },
   ): Promise<{ truncated: boolean } | Unresolved> {
-    const views = namedViews(await checkedTables(connection, input.sql), input.views);
+    const views = namedViews(await checkedTables(input.sql), input.views);
     if ("unresolved" in views) return views;
     return explained(viewFiles(views), "invalid_sql", async () => {
       const sql = await sqlOverViews(connection, input.sql, views);
@@ -156,11 +157,11 @@ export const QUERY_TASKS = {
 };
 
 /**
- * What a task may read, decided in its instance before its configuration is locked
- * (./task-engine.ts openTaskEngine), within the files the server handed over: a SQL query's
- * views' files, only those of the views it names (its checked parse).
+ * What a task may read, decided on its text's parse (./sql-parser.ts) before its instance is chosen
+ * and locked (./task-engine.ts openTaskEngine), within the files the server handed over: a SQL
+ * query's views' files, only those of the views it names (its checked parse).
  */
-export const QUERY_READABLE: Record<string, (connection: DuckDBConnection, input: never) => Promise<string[]>> = {
+export const QUERY_READABLE: Record<string, (input: never) => Promise<string[]>> = {
   orderSql: readableOfNamedViews,
   orderSqlParquet: readableOfNamedViews,
 };
@@ -174,8 +175,8 @@ export const QUERY_READABLE: Record<string, (connection: DuckDBConnection, input
  */
 export const QUERY_KEPT: ReadonlySet<string> = new Set(["tableRows", "subsetCheck", "orderSql", "sqlTables"]);
 
-async function readableOfNamedViews(connection: DuckDBConnection, input: SqlInput): Promise<string[]> {
-  const named = namedViews(await checkedTables(connection, input.sql), input.views);
+async function readableOfNamedViews(input: SqlInput): Promise<string[]> {
+  const named = namedViews(await checkedTables(input.sql), input.views);
   return "unresolved" in named ? [] : viewFiles(named).map((file) => file.path);
 }
 
@@ -200,8 +201,8 @@ const viewFiles = (views: SqlView[]) =>
   views.flatMap((view) => [...view.files, ...(view.changes ?? []).map(({ file }) => file)]);
 
 /** The tables the query reads, once its parse is checked (./sql-check.ts). */
-async function checkedTables(connection: DuckDBConnection, sql: string): Promise<string[]> {
-  return checkSelect(await serialized(connection, sql), sql).tables;
+async function checkedTables(sql: string): Promise<string[]> {
+  return checkSelect(await serializedSql(sql), sql).tables;
 }
 
 /**
@@ -229,7 +230,7 @@ const SUBSET_COPY_OPTIONS: Record<RenditionFormat, string> = {
  * paths' random ids) and each row's position in its part: a total order.
  */
 async function orderedRowsSql(connection: DuckDBConnection, input: SubsetRowsInput): Promise<string> {
-  const filter = input.where === undefined ? "" : `WHERE ${await parsedFilter(connection, input.where, input.columns)}`;
+  const filter = input.where === undefined ? "" : `WHERE ${await parsedFilter(input.where, input.columns)}`;
   const reader = `read_parquet([${input.files.map((file) => sqlString(file.path)).join(", ")}])`;
   const { source, fileOrder } = input.fileOrder
     ? await fileOrderedSource(connection, reader, input.columns)
@@ -280,18 +281,12 @@ type Reader = { columnNames(): string[]; columnTypes(): { toString(): string }[]
 const columnsOf = (result: Reader): QueryColumn[] =>
   result.columnNames().map((name, index) => ({ name, type: String(result.columnTypes()[index]) }));
 
-/** `json_serialize_sql` of `sql`: DuckDB's parse, as JSON text (an `error` object for anything but SELECT). */
-async function serialized(connection: DuckDBConnection, sql: string): Promise<string> {
-  const result = await connection.runAndReadAll("SELECT json_serialize_sql($1::VARCHAR)", [sql]);
-  return String(result.getRowsJson()[0]?.[0] ?? "");
-}
-
 /** Reference parse of the frame the filter is parsed in: the filter's parse must differ from it only by its WHERE. */
 let framePlan: string | undefined;
 
 /** The filter's SQL, rendered from DuckDB's parse of it once every node passed (./where-filter.ts). */
-export async function parsedFilter(connection: DuckDBConnection, where: string, columns: string[]): Promise<string> {
-  const parsed = JSON.parse(await serialized(connection, WHERE_PARSE_PREFIX + where)) as {
+export async function parsedFilter(where: string, columns: string[]): Promise<string> {
+  const parsed = JSON.parse(await serializedSql(WHERE_PARSE_PREFIX + where)) as {
     error?: boolean;
     error_message?: string;
     position?: string;
@@ -305,7 +300,7 @@ export async function parsedFilter(connection: DuckDBConnection, where: string, 
   }
   const node = parsed.statements?.length === 1 ? parsed.statements[0]!.node : undefined;
   framePlan ??= JSON.stringify(
-    (JSON.parse(await serialized(connection, "SELECT * FROM t")) as typeof parsed).statements![0]!.node,
+    (JSON.parse(await serializedSql("SELECT * FROM t")) as typeof parsed).statements![0]!.node,
   );
   if (!node || JSON.stringify({ ...node, where_clause: null }) !== framePlan) {
     throw new AppError(

@@ -12,13 +12,15 @@ export type EngineReply =
   | { id: number; ok: false; error: { message: string; unreadable: boolean; code?: string } };
 
 type Perform<T = unknown> = (connection: DuckDBConnection, input: unknown) => Promise<T>;
+/** A task's narrowing of its files, from its input alone (./query-tasks.ts QUERY_READABLE). */
+type ReadableOf = (input: unknown) => Promise<string[]>;
 
 /** The tasks that may run on a kept instance (./query-tasks.ts QUERY_KEPT) and the process's slot for it. */
 export type KeptTasks = { tasks: ReadonlySet<string>; engine: KeptEngine };
 
 type Runner = {
   tasks: Record<string, Perform>;
-  readable: Record<string, Perform<string[]>>;
+  readable: Record<string, ReadableOf>;
   kept: KeptTasks;
 };
 
@@ -36,7 +38,7 @@ type Runner = {
 export function taskRunner(
   tasks: Record<string, Perform>,
   send: (reply: EngineReply) => Promise<void>,
-  readable: Record<string, Perform<string[]>> = {},
+  readable: Record<string, ReadableOf> = {},
   kept: KeptTasks = { tasks: new Set(), engine: new KeptEngine(0) },
 ): (request: EngineRequest) => Promise<void> {
   let previous: Promise<void> = Promise.resolve();
@@ -72,16 +74,15 @@ async function answerThenClose(
   let close: (() => void) | undefined;
   let reply: EngineReply;
   try {
-    const { files, parsedIn } = await readableFiles(readable[task], input, scope, kept.engine, takeSpare);
-    const bare = () => (parsedIn ? Promise.resolve(parsedIn) : takeSpare());
+    const files = await readableFiles(readable[task], input, scope);
     let connection: DuckDBConnection;
     if (kept.engine.enabled && kept.tasks.has(task) && files.length > 0) {
-      connection = await kept.engine.connect(KeptEngine.keyOf(scope, files), scope, files, bare);
+      connection = await kept.engine.connect(KeptEngine.keyOf(scope, files), scope, files, takeSpare);
       close = () => connection.closeSync();
     } else {
       kept.engine.close();
       // openTaskEngine closes the instance it could not open (`bare` too).
-      const engine = await openTaskEngine(scope, files, await bare());
+      const engine = await openTaskEngine(scope, files, await takeSpare());
       ({ connection, close } = engine);
     }
     const value = await runInTime(connection, scope, (on) => tasks[task]!(on, input));
@@ -108,31 +109,12 @@ async function answerThenClose(
 
 /**
  * The files a task reads: those handed over, or fewer if it narrows them (`readableOf`, a SQL
- * query's named views). The narrowing parses the query's text in the kept instance if there is
- * one (a connection of its own, closed after), else in the spare instance before anything is
- * readable or locked in it (`parsedIn`: that task's instance then).
+ * query's named views, from its text's parse: nothing is read).
  */
 async function readableFiles(
-  readableOf: Perform<string[]> | undefined,
+  readableOf: ReadableOf | undefined,
   input: unknown,
   scope: EngineScope,
-  kept: KeptEngine,
-  takeSpare: () => Promise<BareEngine>,
-): Promise<{ files: string[]; parsedIn?: BareEngine }> {
-  if (!readableOf) return { files: readableWithin(scope, scope.readable) };
-  const parser = await kept.parser();
-  if (parser) {
-    try {
-      return { files: readableWithin(scope, await readableOf(parser, input)) };
-    } finally {
-      parser.closeSync();
-    }
-  }
-  const parsedIn = await takeSpare();
-  try {
-    return { files: readableWithin(scope, await readableOf(parsedIn.connection, input)), parsedIn };
-  } catch (error) {
-    parsedIn.close();
-    throw error;
-  }
+): Promise<string[]> {
+  return readableWithin(scope, readableOf ? await readableOf(input) : scope.readable);
 }

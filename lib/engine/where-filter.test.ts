@@ -22,7 +22,7 @@ afterAll(() => {
 
 async function check(where: string): Promise<string> {
   lexFilter(where);
-  return parsedFilter(connection, where, COLUMNS);
+  return parsedFilter(where, COLUMNS);
 }
 
 async function refusal(where: string): Promise<{ code: string; message: string }> {
