@@ -7,6 +7,7 @@ import { MAIL_NOT_CONFIGURED, mailDelivery } from "../lib/auth/mail";
 import { DATA_DIR, ensureDataDir } from "../lib/db/config";
 import { prepareDatabase } from "../lib/db/runtime";
 import { privateTempRoot } from "../lib/engine/engine";
+import { removeLeftWork } from "../lib/engine/left-work";
 import { appSecret, MIN_SECRET_LENGTH } from "../lib/secrets";
 import { logger } from "../lib/log";
 import { configuredOrigin } from "../lib/site";
@@ -44,7 +45,7 @@ try {
 
 // The data engine's temporary directory must be this user's own, or buyers' data could leak through it.
 try {
-  await privateTempRoot();
+  await removeLeftWork(await privateTempRoot());
 } catch (error) {
   fail(error);
 }

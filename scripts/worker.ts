@@ -1,4 +1,5 @@
 import { privateTempRoot } from "../lib/engine/engine";
+import { removeLeftWork } from "../lib/engine/left-work";
 import { closeJobQueue } from "../lib/queue";
 import { startJobWorker } from "../lib/jobs/registry";
 import { errorFields, logger } from "../lib/log";
@@ -14,10 +15,12 @@ if (!process.env.DATABASE_URL) {
   process.exit(1);
 }
 // The data engine's temporary directory must be this user's own, or buyers' data could leak through it.
-await privateTempRoot().catch((error: unknown) => {
-  logger().fatal((error as Error).message);
-  process.exit(1);
-});
+await privateTempRoot()
+  .then(removeLeftWork)
+  .catch((error: unknown) => {
+    logger().fatal((error as Error).message);
+    process.exit(1);
+  });
 // E-mailed links (key reminders) point where the launcher points them: APP_URL, else the local port.
 process.env.NEXTAUTH_URL ??= configuredOrigin() || `http://localhost:${process.env.PORT ?? "3000"}`;
 const stop = await startJobWorker().catch((error: unknown) => {

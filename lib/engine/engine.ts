@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { storableText } from "../contract";
 import type { Compression, DataFormat } from "../data-formats";
+import { workDirectoryPrefix } from "./left-directories";
 
 /**
  * DuckDB, the engine that reads what is inside delivered files, and the rules every use of it
@@ -178,7 +179,7 @@ function tempRootError(root: string, why: string): Error {
 
 /** A private temporary directory (0700) for one piece of work, removed afterwards. */
 export async function withTempDir<T>(work: (directory: string) => Promise<T>): Promise<T> {
-  const directory = await fs.mkdtemp(path.join(await privateTempRoot(), "work-"));
+  const directory = await fs.mkdtemp(path.join(await privateTempRoot(), workDirectoryPrefix(process.pid)));
   try {
     return await work(directory);
   } finally {

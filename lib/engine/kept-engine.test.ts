@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { childStart } from "./child-start";
 import { sqlString } from "./engine";
 import { KeptEngine } from "./kept-engine";
-import { keptDirectoryPrefix, removeKeptDirectories } from "./kept-instances";
+import { removeKeptDirectories } from "./kept-instances";
+import { keptDirectoryPrefix } from "./left-directories";
 import { taskRunner, type EngineReply, type EngineRequest } from "./task-runner";
 
 /**

@@ -3,7 +3,8 @@ import path from "node:path";
 import type { DuckDBConnection } from "@duckdb/node-api";
 import { datasetEngineSettings, privateTempRoot } from "./engine";
 import type { EngineScope } from "./engine-tasks";
-import { keptDirectoryPrefix, keptIdleMs } from "./kept-instances";
+import { keptIdleMs } from "./kept-instances";
+import { keptDirectoryPrefix } from "./left-directories";
 import { lockSandbox, sandboxSpillMax, type BareEngine } from "./task-engine";
 
 type Kept = { key: string; engine: BareEngine; directory: string };

@@ -1,5 +1,6 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
+import { keptDirectoryPrefix } from "./left-directories";
 
 /**
  * What the server's side knows of the DuckDB instances an engine process keeps between queries of
@@ -22,9 +23,6 @@ export function keptIdleMs(env: Record<string, string | undefined> = process.env
   }
   return seconds * 1000;
 }
-
-/** The start of the names of process `pid`'s kept instances' directories. */
-export const keptDirectoryPrefix = (pid: number) => `kept-${pid}-`;
 
 /** Removes every kept instance's directory of process `pid` under `root`; a missing root is nothing to remove. */
 export async function removeKeptDirectories(root: string, pid: number): Promise<void> {

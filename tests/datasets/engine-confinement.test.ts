@@ -4,6 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { datasetEngineSettings, privateTempRoot, withTempDir } from "../../lib/engine/engine";
+import { workDirectoryPrefix } from "../../lib/engine/left-directories";
 import { closeEnginePool, runEngineTask } from "../../lib/engine/engine-pool";
 
 /**
@@ -74,6 +75,27 @@ describe("the temporary root", () => {
       expect(code, output).not.toBe(0);
       expect(output).toMatch(/DATASET_TEMP_DIR/);
       expect(output).not.toMatch(/Listening on/);
+    }
+  });
+  it("lets `npm start` and `npm run worker` remove what processes that ended left in it, first", async () => {
+    const ended = spawn(process.execPath, ["-e", ""]);
+    await new Promise((resolve) => ended.once("exit", resolve));
+    for (const args of [["serve", "start"], ["worker"]]) {
+      const root = await fs.mkdtemp(path.join(base, "left-"));
+      const left = path.join(root, `${workDirectoryPrefix(ended.pid!)}k3Jx9a`);
+      const live = path.join(root, `${workDirectoryPrefix(process.pid)}p0Qr7z`);
+      for (const directory of [left, live]) {
+        await fs.mkdir(path.join(directory, "spill"), { recursive: true });
+        await fs.writeFile(path.join(directory, "spill", "rows.tmp"), "a buyer's rows");
+      }
+      const { output } = await run([path.resolve("scripts/built.mjs"), ...args], {
+        DATASET_TEMP_DIR: root,
+        // The removal comes before the database, which this one cannot reach.
+        DATABASE_URL: "postgresql://nobody@127.0.0.1:1/none",
+        PORT: "1",
+        AUTH_SECRET: "test-secret-0123456789abcdefghijklmnopqrstuvwxyz",
+      });
+      expect(await fs.readdir(root), output).toEqual([path.basename(live)]);
     }
   });
 });

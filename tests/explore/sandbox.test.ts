@@ -8,7 +8,7 @@ import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";
 import { startServer, type TestServer } from "../helpers/server";
 import { engineProcessesOf } from "../faults/helpers/processes";
-import { keptDirectoryPrefix } from "../../lib/engine/kept-instances";
+import { keptDirectoryPrefix } from "../../lib/engine/left-directories";
 import { partFile, products, productsCsv, publicationDone, withoutQualityChecks } from "../tables/helpers";
 
 /**
