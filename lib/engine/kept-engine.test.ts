@@ -29,7 +29,8 @@ beforeAll(async () => {
   directory = await fs.mkdtemp(path.join(os.tmpdir(), "kept-engine-"));
   root = path.join(directory, "engine");
   taskDirectory = path.join(directory, "task");
-  await fs.mkdir(taskDirectory);
+  // Private, as the server makes a task's directory (the engine refuses any other).
+  await fs.mkdir(taskDirectory, { mode: 0o700 });
   process.env.DATASET_TEMP_DIR = root;
   fileA = path.join(directory, "a.parquet");
   fileB = path.join(directory, "b.parquet");

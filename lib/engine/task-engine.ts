@@ -69,6 +69,7 @@ export async function openTaskEngine(
   const directory = path.resolve(scope.directory);
   const engine = bare ?? (await bareEngine());
   try {
+    await privateTaskDirectory(directory);
     // A task run again after its process was ended from outside (./engine-pool.ts) starts without its spill.
     await fs.rm(path.join(directory, "spill"), { recursive: true, force: true });
     await lockSandbox(engine.connection, {
@@ -80,6 +81,20 @@ export async function openTaskEngine(
   } catch (error) {
     engine.close();
     throw error;
+  }
+}
+
+/**
+ * The task's directory, private: made here (0700) when the server left that to the engine (a
+ * buyer's query: ./engine.ts withTaskDirectoryPath), else the one the server made (mkdtemp), checked.
+ */
+async function privateTaskDirectory(directory: string): Promise<void> {
+  await fs.mkdir(directory, { mode: 0o700 }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== "EEXIST") throw error;
+  });
+  const made = await fs.lstat(directory);
+  if (!made.isDirectory() || (made.mode & 0o077) !== 0) {
+    throw new Error(`The task's directory ${directory} is not a private directory (mode 700).`);
   }
 }
 

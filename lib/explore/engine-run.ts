@@ -1,4 +1,4 @@
-import { withTempDir } from "../engine/engine";
+import { withTaskDirectoryPath } from "../engine/engine";
 import { EngineProcessEnded } from "../engine/engine-pool";
 import { runQueryTask } from "../engine/query-pool";
 import type { EngineTaskInput, EngineTaskName, EngineTaskOutput } from "../engine/engine-tasks";
@@ -16,7 +16,7 @@ export function queryTimeLimitMs(): number {
 
 /**
  * Runs a query task in the query pool for `buyerId`, able to read `files` only, in a private
- * directory of its own (its spill) removed afterwards. An engine process killed under it (past the
+ * directory of its own (its spill), made only if it needs one, removed afterwards. An engine process killed under it (past the
  * time limit and the grace, over the memory cap) is the buyer's 422; one that crashed, a 400 naming it.
  */
 export function runBuyerQuery<Name extends EngineTaskName>(
@@ -25,7 +25,7 @@ export function runBuyerQuery<Name extends EngineTaskName>(
   input: EngineTaskInput<Name>,
   files: QueryFile[],
 ): Promise<EngineTaskOutput<Name>> {
-  return withTempDir((directory) => runBuyerQueryIn(directory, buyerId, task, input, files));
+  return withTaskDirectoryPath((directory) => runBuyerQueryIn(directory, buyerId, task, input, files));
 }
 
 /** runBuyerQuery in `directory`, the one place the task may write (a file it makes is read there after). */
