@@ -1,12 +1,13 @@
 import { randomBytes } from "node:crypto";
-import { promises as fs } from "node:fs";
+import { appendFileSync, promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { buildProductionServer, createDatabase, openTestDatabaseServer } from "../tests/helpers/database-server";
 import { prepareTestEnvironment } from "../tests/helpers/fixtures";
-import { startServer } from "../tests/helpers/server";
+import { copyServerOutputTo, startServer } from "../tests/helpers/server";
 import { startTestS3 } from "../tests/helpers/s3";
 import { startSmtpServer } from "../tests/helpers/smtp";
+import { E2E_SERVER_LOG } from "./server-log";
 
 /**
  * Before the end-to-end tests: a real SMTP server on loopback that writes every message it
@@ -35,6 +36,10 @@ export default async function globalSetup() {
     },
   });
 
+  // The server's whole log, kept after the run; a failing test prints the part written while it ran (./helpers.ts).
+  await fs.mkdir(path.dirname(E2E_SERVER_LOG), { recursive: true });
+  await fs.writeFile(E2E_SERVER_LOG, "");
+  copyServerOutputTo((chunk) => appendFileSync(E2E_SERVER_LOG, chunk));
   const server = await startServer({
     databaseUrl: environment.database.url,
     storageDir: environment.storageDir,
@@ -68,6 +73,5 @@ export default async function globalSetup() {
     await databaseServer.stop();
     await s3?.stop();
     await fs.rm(mailDir, { recursive: true, force: true });
-    if (process.env.E2E_SHOW_SERVER_LOG === "1") console.log(server.output());
   };
 }

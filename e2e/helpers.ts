@@ -6,6 +6,7 @@ import { test as base, expect, type Page } from "@playwright/test";
 import PostalMime from "postal-mime";
 import { db } from "../lib/db/client";
 import { buyer, order } from "../tests/helpers/fixtures";
+import { E2E_SERVER_LOG, serverLogSince, serverLogSize } from "./server-log";
 
 /**
  * Fixtures of the end-to-end tests. Data is loaded through the domain modules (as the operator
@@ -166,8 +167,20 @@ export async function screenshot(page: Page, name: string): Promise<void> {
  * Every test runs against the server started by global-setup, and fails if the page broke its
  * Content-Security-Policy (a blocked script or style would leave the page half-working).
  */
-export const test = base.extend<{ cspViolations: string[] }>({
+export const test = base.extend<{ cspViolations: string[]; serverLogOnFailure: void }>({
   baseURL: async ({}, use) => use(process.env.E2E_BASE_URL),
+  serverLogOnFailure: [
+    async ({}, use, testInfo) => {
+      const from = serverLogSize();
+      await use();
+      if (testInfo.status !== testInfo.expectedStatus) {
+        console.error(
+          `The server's log while this test ran (all of it: ${E2E_SERVER_LOG}):\n${serverLogSince(from) || "(empty)"}`,
+        );
+      }
+    },
+    { auto: true },
+  ],
   cspViolations: [
     async ({ page }, use) => {
       const violations: string[] = [];
