@@ -7,7 +7,7 @@ import { dropProcessSingleton, processSingleton } from "../singleton";
 import { UnreadableFileError } from "./checks";
 import { childStart, ENGINE_NICE_VARIABLE } from "./child-start";
 import { datasetEngineSettings, type DatasetEngineSettings } from "./engine";
-import { removeKeptDirectories } from "./kept-instances";
+import { removeKeptDirectories } from "./left-directories";
 import type { EngineReply, EngineRequest } from "./task-runner";
 import type { EngineScope, EngineTaskInput, EngineTaskName, EngineTaskOutput } from "./engine-tasks";
 

@@ -184,19 +184,24 @@ function tempRootError(root: string, why: string): Error {
  * a kept instance spills into that instance's directory (0.43 ms of mkdtemp and rm saved a query).
  * Removed afterwards if it was made. The name is as unguessable as mkdtemp's, under the private root.
  */
-export async function withTaskDirectoryPath<T>(work: (directory: string) => Promise<T>): Promise<T> {
-  const name = `${workDirectoryPrefix(process.pid)}${randomBytes(9).toString("base64url")}`;
-  const directory = path.join(await privateTempRoot(), name);
-  try {
-    return await work(directory);
-  } finally {
-    await fs.rm(directory, { recursive: true, force: true });
-  }
+export function withTaskDirectoryPath<T>(work: (directory: string) => Promise<T>): Promise<T> {
+  return withDirectoryRemoved(
+    async (root) => path.join(root, `${workDirectoryPrefix(process.pid)}${randomBytes(9).toString("base64url")}`),
+    work,
+  );
 }
 
 /** A private temporary directory (0700) for one piece of work, removed afterwards. */
-export async function withTempDir<T>(work: (directory: string) => Promise<T>): Promise<T> {
-  const directory = await fs.mkdtemp(path.join(await privateTempRoot(), workDirectoryPrefix(process.pid)));
+export function withTempDir<T>(work: (directory: string) => Promise<T>): Promise<T> {
+  return withDirectoryRemoved((root) => fs.mkdtemp(path.join(root, workDirectoryPrefix(process.pid))), work);
+}
+
+/** `work` on the directory `named` under the private root, removed afterwards whatever happens. */
+async function withDirectoryRemoved<T>(
+  named: (root: string) => Promise<string>,
+  work: (directory: string) => Promise<T>,
+): Promise<T> {
+  const directory = await named(await privateTempRoot());
   try {
     return await work(directory);
   } finally {

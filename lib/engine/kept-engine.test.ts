@@ -7,8 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { childStart } from "./child-start";
 import { sqlString } from "./engine";
 import { KeptEngine } from "./kept-engine";
-import { removeKeptDirectories } from "./kept-instances";
-import { keptDirectoryPrefix } from "./left-directories";
+import { keptDirectoryPrefix, removeKeptDirectories } from "./left-directories";
 import { taskRunner, type EngineReply, type EngineRequest } from "./task-runner";
 
 /**

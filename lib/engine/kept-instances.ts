@@ -1,13 +1,8 @@
-import { promises as fs } from "node:fs";
-import path from "node:path";
-import { keptDirectoryPrefix } from "./left-directories";
-
 /**
  * What the server's side knows of the DuckDB instances an engine process keeps between queries of
- * the same files (./kept-engine.ts): how long one waits for its next query, and its private
- * directory, named by the process's id under the engine's temporary root, so that the pool
- * (./engine-pool.ts) removes those of a process that ended without closing them (killed past its
- * time limit or memory cap). No DuckDB here: the server's own process imports it.
+ * the same files (./kept-engine.ts): how long one waits for its next query. Their private
+ * directories are named by the process's id (./left-directories.ts), so that the pool removes
+ * those of a process that ended without closing them. No DuckDB here: the server's own process imports it.
  */
 
 /**
@@ -22,15 +17,4 @@ export function keptIdleMs(env: Record<string, string | undefined> = process.env
     );
   }
   return seconds * 1000;
-}
-
-/** Removes every kept instance's directory of process `pid` under `root`; a missing root is nothing to remove. */
-export async function removeKeptDirectories(root: string, pid: number): Promise<void> {
-  const names = await fs.readdir(root).catch(() => [] as string[]);
-  const prefix = keptDirectoryPrefix(pid);
-  await Promise.all(
-    names
-      .filter((name) => name.startsWith(prefix))
-      .map((name) => fs.rm(path.join(root, name), { recursive: true, force: true })),
-  );
 }

@@ -22,16 +22,26 @@ const MADE_BY = /^(?:work|kept)-(\d+)-/;
  * (ids are reused, one in a container's restart especially), so that one goes too. A live process's
  * (or one of another user: EPERM) is left; so is any name of another shape.
  */
-export async function removeLeftDirectories(root: string, ownPid = process.pid): Promise<string[]> {
-  const names = await fs.readdir(root).catch(() => [] as string[]);
-  const left = names.filter((name) => {
+export function removeLeftDirectories(root: string, ownPid = process.pid): Promise<string[]> {
+  return removeDirectoriesUnder(root, (name) => {
     const made = MADE_BY.exec(name);
     if (!made) return false;
     const pid = Number(made[1]);
     return pid === ownPid || !processLives(pid);
   });
-  await Promise.all(left.map((name) => fs.rm(path.join(root, name), { recursive: true, force: true })));
-  return left;
+}
+
+/** Removes every kept instance's directory of process `pid` under `root` (the pool, once that process ended). */
+export async function removeKeptDirectories(root: string, pid: number): Promise<void> {
+  const prefix = keptDirectoryPrefix(pid);
+  await removeDirectoriesUnder(root, (name) => name.startsWith(prefix));
+}
+
+/** Removes the directories under `root` whose name is `wanted`; answers their names. A missing root has none. */
+async function removeDirectoriesUnder(root: string, wanted: (name: string) => boolean): Promise<string[]> {
+  const names = (await fs.readdir(root).catch(() => [] as string[])).filter(wanted);
+  await Promise.all(names.map((name) => fs.rm(path.join(root, name), { recursive: true, force: true })));
+  return names;
 }
 
 function processLives(pid: number): boolean {
