@@ -2,7 +2,7 @@ import { takeAskedPriority } from "./child-start";
 import { ENGINE_TASKS } from "./engine-tasks";
 import { KeptEngine } from "./kept-engine";
 import { keptIdleMs } from "./kept-instances";
-import { QUERY_KEPT, QUERY_READABLE } from "./query-tasks";
+import { QUERY_KEPT, QUERY_PARSE_ONLY, QUERY_READABLE } from "./query-tasks";
 import { taskRunner, type EngineReply, type EngineRequest } from "./task-runner";
 
 /**
@@ -37,6 +37,7 @@ const run = taskRunner(
   send,
   QUERY_READABLE as unknown as Parameters<typeof taskRunner>[2],
   { tasks: QUERY_KEPT, engine: kept },
+  QUERY_PARSE_ONLY,
 );
 
 process.on("message", (request: EngineRequest) => void run(request));

@@ -109,6 +109,10 @@ const TASKS = {
   async ownInstance(connection: DuckDBConnection) {
     return setting(connection, "temp_directory");
   },
+  async fromParse(connection: DuckDBConnection | undefined, input: unknown) {
+    if ((input as { refuse?: boolean }).refuse) throw new Error("refused on its parse");
+    return connection === undefined ? "no connection" : "a connection";
+  },
 };
 const KEPT = new Set(["leave", "look", "read", "fails", "endless"]);
 
@@ -123,6 +127,7 @@ function runner(idleMs = 60_000) {
     },
     {},
     { tasks: KEPT, engine: kept },
+    new Set(["fromParse"]),
   );
   const ask = async (...args: Parameters<typeof request>) => {
     await run(request(...args));
@@ -157,6 +162,17 @@ describe("an instance kept between queries of the same files", () => {
     expect(kept.directory).toBe(keptDirectory);
     kept.close();
     expect(existsSync(keptDirectory)).toBe(false);
+  });
+
+  it("stays open through a task answered from its parse alone, refused or not", async () => {
+    const { kept, ask } = runner();
+    await ask(1, "leave", [fileA]);
+    const keptDirectory = kept.directory!;
+    expect(await ask(2, "fromParse", [], {})).toBe("no connection");
+    expect(await ask(3, "fromParse", [], { refuse: true })).toEqual({ error: "refused on its parse" });
+    expect(kept.directory).toBe(keptDirectory);
+    expect(((await ask(4, "look", [fileA])) as { spill: string }).spill).toBe(path.join(keptDirectory, "spill"));
+    kept.close();
   });
 
   it("is another instance for another set of files, which cannot read the first set's", async () => {

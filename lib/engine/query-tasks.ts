@@ -102,8 +102,8 @@ export const QUERY_TASKS = {
     });
   },
 
-  /** The tables a query reads (its checked parse), so the server can make their files readable. */
-  async sqlTables(connection: DuckDBConnection, input: { sql: string }): Promise<{ tables: string[] }> {
+  /** The tables a query reads (its checked parse), so the server can make their files readable (QUERY_PARSE_ONLY). */
+  async sqlTables(_connection: DuckDBConnection | undefined, input: { sql: string }): Promise<{ tables: string[] }> {
     return { tables: await checkedTables(input.sql) };
   },
 
@@ -169,11 +169,13 @@ export const QUERY_READABLE: Record<string, (input: never) => Promise<string[]>>
 /**
  * The query tasks that may run on an instance kept between queries of the same files
  * (./kept-engine.ts): they write nothing into their task's directory and leave nothing beyond
- * their connection (orderSql's views are TEMP, ended with it). sqlTables reads no file: it gets an
- * instance of its own, as every task with nothing readable. tableSubset and orderSqlParquet write
+ * their connection (orderSql's views are TEMP, ended with it). tableSubset and orderSqlParquet write
  * their file into the task's directory: an instance of their own, always.
  */
-export const QUERY_KEPT: ReadonlySet<string> = new Set(["tableRows", "subsetCheck", "orderSql", "sqlTables"]);
+export const QUERY_KEPT: ReadonlySet<string> = new Set(["tableRows", "subsetCheck", "orderSql"]);
+
+/** The tasks answered from their text's parse alone: no instance is made for them (./task-runner.ts). */
+export const QUERY_PARSE_ONLY: ReadonlySet<string> = new Set(["sqlTables"]);
 
 async function readableOfNamedViews(input: SqlInput): Promise<string[]> {
   const named = namedViews(await checkedTables(input.sql), input.views);
@@ -206,15 +208,13 @@ async function checkedTables(sql: string): Promise<string[]> {
 }
 
 /**
- * The checked query with its views made, as what runs: DuckDB's rendering of the parse (no
- * comment, no second statement). The parse goes from serializer to deserializer inside DuckDB:
- * through JavaScript's numbers, its 64-bit fields (locations, big literals) would not survive.
+ * The checked query with its views made, as what runs: DuckDB's rendering of its parse (no
+ * comment, no second statement). The parse goes to the deserializer as the serializer's own JSON
+ * text: through JavaScript's numbers, its 64-bit fields (locations, big literals) would not survive.
  */
 async function sqlOverViews(connection: DuckDBConnection, sql: string, views: SqlView[]): Promise<string> {
   for (const view of views) await connection.run(`CREATE TEMP VIEW ${sqlIdentifier(view.name)} AS ${viewSql(view)}`);
-  const rendered = await connection.runAndReadAll("SELECT json_deserialize_sql(json_serialize_sql($1::VARCHAR))", [
-    sql,
-  ]);
+  const rendered = await connection.runAndReadAll("SELECT json_deserialize_sql($1::JSON)", [await serializedSql(sql)]);
   return String(rendered.getRowsJson()[0]?.[0] ?? "");
 }
 

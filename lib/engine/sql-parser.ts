@@ -6,7 +6,8 @@ import { DuckDBInstance, type DuckDBPreparedStatement } from "@duckdb/node-api";
  * file (external access off, configuration locked before any text comes). One statement, prepared
  * once and bound again for each text: about 0.3 ms a parse, where a statement prepared on each
  * task's new connection took 1.0 ms (docs/benchmarks.md, "Fixed costs measured one by one").
- * Texts are parsed one at a time (a prepared statement holds one binding).
+ * Texts are parsed one at a time (a prepared statement holds one binding). The last few parses are
+ * kept: one SQL query's text is asked for three times (its files narrowed, its check, its rendering).
  */
 type Parser = { statement: DuckDBPreparedStatement };
 
@@ -15,6 +16,8 @@ let queue: Promise<unknown> = Promise.resolve();
 
 /** DuckDB's parse of `sql` as JSON text: its statements' trees, or an `error` object for anything but SELECT. */
 export function serializedSql(sql: string): Promise<string> {
+  const known = recent.get(sql);
+  if (known) return known;
   const parse = queue.then(async () => {
     const { statement } = await parser();
     statement.bindVarchar(1, sql);
@@ -22,8 +25,15 @@ export function serializedSql(sql: string): Promise<string> {
     return String(result.getRows()[0]?.[0] ?? "");
   });
   queue = parse.catch(() => undefined);
+  recent.set(sql, parse);
+  if (recent.size > RECENT_PARSES) recent.delete(recent.keys().next().value!);
+  parse.catch(() => recent.delete(sql));
   return parse;
 }
+
+/** Texts are at most 100 KB (lib/explore): a few hundred KB kept at most. */
+const RECENT_PARSES = 4;
+const recent = new Map<string, Promise<string>>();
 
 /** The process's parser, opened on first use; a failed opening is tried again by the next text. */
 function parser(): Promise<Parser> {

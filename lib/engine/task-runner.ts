@@ -12,6 +12,8 @@ export type EngineReply =
   | { id: number; ok: false; error: { message: string; unreadable: boolean; code?: string } };
 
 type Perform<T = unknown> = (connection: DuckDBConnection, input: unknown) => Promise<T>;
+/** A task answered from its text's parse (./query-tasks.ts QUERY_PARSE_ONLY): it is given no connection. */
+type FromParse = (connection: undefined, input: unknown) => Promise<unknown>;
 /** A task's narrowing of its files, from its input alone (./query-tasks.ts QUERY_READABLE). */
 type ReadableOf = (input: unknown) => Promise<string[]>;
 
@@ -22,6 +24,7 @@ type Runner = {
   tasks: Record<string, Perform>;
   readable: Record<string, ReadableOf>;
   kept: KeptTasks;
+  parseOnly: ReadonlySet<string>;
 };
 
 /**
@@ -33,13 +36,15 @@ type Runner = {
  * next task starts only once that close is done. The next own instance is made ahead, bare
  * (./task-engine.ts bareEngine: nothing readable, nothing run in it), so a query does not wait the
  * 20 ms of its making. `send` resolves when the answer is handed over. `readable` narrows a task's
- * files before its instance is chosen and locked: it parses, reads nothing.
+ * files before its instance is chosen and locked: it parses, reads nothing. A task of `parseOnly`
+ * answers from its text's parse alone: it gets no connection and leaves the kept instance alone.
  */
 export function taskRunner(
   tasks: Record<string, Perform>,
   send: (reply: EngineReply) => Promise<void>,
   readable: Record<string, ReadableOf> = {},
   kept: KeptTasks = { tasks: new Set(), engine: new KeptEngine(0) },
+  parseOnly: ReadonlySet<string> = new Set(),
 ): (request: EngineRequest) => Promise<void> {
   let previous: Promise<void> = Promise.resolve();
   let spare: Promise<BareEngine | undefined> | undefined = madeAhead();
@@ -51,7 +56,7 @@ export function taskRunner(
   };
   return (request) => {
     previous = previous.then(async () => {
-      await answerThenClose({ tasks, readable, kept }, request, send, takeSpare);
+      await answerThenClose({ tasks, readable, kept, parseOnly }, request, send, takeSpare);
       spare ??= madeAhead();
     });
     return previous;
@@ -64,7 +69,7 @@ function madeAhead(): Promise<BareEngine | undefined> {
 }
 
 async function answerThenClose(
-  { tasks, readable, kept }: Runner,
+  { tasks, readable, kept, parseOnly }: Runner,
   { id, task, input, scope }: EngineRequest,
   send: (reply: EngineReply) => Promise<void>,
   takeSpare: () => Promise<BareEngine>,
@@ -74,18 +79,24 @@ async function answerThenClose(
   let close: (() => void) | undefined;
   let reply: EngineReply;
   try {
-    const files = await readableFiles(readable[task], input, scope);
-    let connection: DuckDBConnection;
-    if (kept.engine.enabled && kept.tasks.has(task) && files.length > 0) {
-      connection = await kept.engine.connect(KeptEngine.keyOf(scope, files), scope, files, takeSpare);
-      close = () => connection.closeSync();
+    let value: unknown;
+    if (parseOnly.has(task)) {
+      // Answered from its text's parse alone (./sql-parser.ts): no instance, the kept one left as it is.
+      value = await (tasks[task] as unknown as FromParse)(undefined, input);
     } else {
-      kept.engine.close();
-      // openTaskEngine closes the instance it could not open (`bare` too).
-      const engine = await openTaskEngine(scope, files, await takeSpare());
-      ({ connection, close } = engine);
+      const files = await readableFiles(readable[task], input, scope);
+      let connection: DuckDBConnection;
+      if (kept.engine.enabled && kept.tasks.has(task) && files.length > 0) {
+        connection = await kept.engine.connect(KeptEngine.keyOf(scope, files), scope, files, takeSpare);
+        close = () => connection.closeSync();
+      } else {
+        kept.engine.close();
+        // openTaskEngine closes the instance it could not open (`bare` too).
+        const engine = await openTaskEngine(scope, files, await takeSpare());
+        ({ connection, close } = engine);
+      }
+      value = await runInTime(connection, scope, (on) => tasks[task]!(on, input));
     }
-    const value = await runInTime(connection, scope, (on) => tasks[task]!(on, input));
     reply = { id, ok: true, value };
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
@@ -93,11 +104,13 @@ async function answerThenClose(
     const code = error instanceof AppError ? error.code : undefined;
     reply = { id, ok: false, error: { message, unreadable: error instanceof UnreadableFileError, code } };
     // A failed task (past its time limit, DuckDB's internal error, a refusal) leaves no instance kept.
-    const closeOwn = close;
-    close = () => {
-      closeOwn?.();
-      kept.engine.close();
-    };
+    if (!parseOnly.has(task)) {
+      const closeOwn = close;
+      close = () => {
+        closeOwn?.();
+        kept.engine.close();
+      };
+    }
   }
   try {
     await send(reply);
