@@ -5,6 +5,7 @@ import { createShareLink } from "../lib/share-links";
 import { publishTable } from "../lib/tables/publish";
 import { buyer, order } from "../tests/helpers/fixtures";
 import { expect, expectNoAxeViolations, screenshot, signIn, test } from "./helpers";
+import { workerStateOf } from "./worker-state";
 
 // Signing in and waiting for the server's worker to publish the table take a while.
 test.describe.configure({ timeout: 180_000 });
@@ -25,37 +26,11 @@ async function buyerWithPriceTable(label: string) {
   const deadline = Date.now() + 120_000;
   while ((await db().orderTable.findFirst({ where: { orderId: delivered.id } }))?.currentVersion !== 1) {
     if (Date.now() > deadline) {
-      throw new Error(`The price table was not published within 120 s: ${await publicationState(delivered.id)}`);
+      throw new Error(`The price table was not published within 120 s: ${await workerStateOf(delivered.id)}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
   return { ...account, delivered };
-}
-
-/** The order's publications, their parts' profiles and renditions, and their jobs: what a stalled publication waits for. */
-async function publicationState(orderId: string): Promise<string> {
-  const publications = await db().tablePublication.findMany({
-    where: { table: { orderId } },
-    select: {
-      id: true,
-      status: true,
-      seq: true,
-      error: true,
-      parts: {
-        select: {
-          id: true,
-          profileStatus: true,
-          profileError: true,
-          renditions: { select: { format: true, status: true, error: true } },
-        },
-      },
-    },
-  });
-  const ids = publications.flatMap((publication) => [publication.id, ...publication.parts.map((part) => part.id)]);
-  const jobs = await db().$queryRaw<unknown[]>`
-    SELECT name, state, retry_count, output, created_on, started_on, completed_on FROM pgboss.job
-    WHERE data->>'publicationId' = ANY(${ids}) OR data->>'fileId' = ANY(${ids}) ORDER BY created_on`;
-  return JSON.stringify({ publications, jobs });
 }
 
 async function textOf(download: Download): Promise<string> {

@@ -7,6 +7,7 @@ import PostalMime from "postal-mime";
 import { db } from "../lib/db/client";
 import { buyer, order } from "../tests/helpers/fixtures";
 import { E2E_SERVER_LOG, serverLogSince, serverLogSize } from "./server-log";
+import { workerStateOf } from "./worker-state";
 
 /**
  * Fixtures of the end-to-end tests. Data is loaded through the domain modules (as the operator
@@ -79,7 +80,9 @@ export async function whenProfiled(orderId: string, timeoutMs = 90_000): Promise
     (await db().orderFile.count({ where: { orderId, profileStatus: "pending" } })) +
     (await db().fileRendition.count({ where: { file: { orderId }, status: "pending" } }));
   while ((await pending()) > 0) {
-    if (Date.now() > deadline) throw new Error(`Order ${orderId} was not profiled within ${timeoutMs} ms`);
+    if (Date.now() > deadline) {
+      throw new Error(`Order ${orderId} was not profiled within ${timeoutMs} ms: ${await workerStateOf(orderId)}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
 }

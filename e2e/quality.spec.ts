@@ -5,6 +5,7 @@ import { releasePublication } from "../lib/tables/quality-admin";
 import type { Check, Quality, QualityReport } from "../lib/schemas/quality";
 import { buyer, order } from "../tests/helpers/fixtures";
 import { expect, expectNoAxeViolations, screenshot, signIn, test } from "./helpers";
+import { workerStateOf } from "./worker-state";
 
 const REASON = "Site redesign: 40% of listings moved to a new category";
 
@@ -202,9 +203,15 @@ const pricesCsv = (count: number) =>
 async function judged(publicationId: string) {
   const deadline = Date.now() + 120_000;
   for (;;) {
-    const publication = await db().tablePublication.findUniqueOrThrow({ where: { id: publicationId } });
+    const publication = await db().tablePublication.findUniqueOrThrow({
+      where: { id: publicationId },
+      include: { table: { select: { orderId: true } } },
+    });
     if (publication.status !== "uploading" && publication.status !== "processing") return publication;
-    if (Date.now() > deadline) throw new Error(`Publication ${publicationId} was not judged within 120 s`);
+    if (Date.now() > deadline) {
+      const state = await workerStateOf(publication.table.orderId);
+      throw new Error(`Publication ${publicationId} was not judged within 120 s: ${state}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
 }

@@ -4,6 +4,7 @@ import { createShareLink } from "../lib/share-links";
 import { publishTable } from "../lib/tables/publish";
 import { buyer, order } from "../tests/helpers/fixtures";
 import { expect, expectNoAxeViolations, screenshot, signIn, test } from "./helpers";
+import { workerStateOf } from "./worker-state";
 
 // Signing in and waiting for the server's worker to make three versions take a while.
 test.describe.configure({ timeout: 180_000 });
@@ -38,7 +39,9 @@ async function buyerWithPriceTable(label: string) {
       select: { currentVersion: true, versions: { select: { changeFileId: true } } },
     });
     if (table.currentVersion === 3 && table.versions.every((version) => version.changeFileId)) break;
-    if (Date.now() > deadline) throw new Error("The price table did not reach version 3 within 120 s");
+    if (Date.now() > deadline) {
+      throw new Error(`The price table did not reach version 3 within 120 s: ${await workerStateOf(delivered.id)}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
   return { ...account, delivered };
