@@ -6,18 +6,19 @@ import { DuckDBInstance, type DuckDBPreparedStatement } from "@duckdb/node-api";
  * file (external access off, configuration locked before any text comes). One statement, prepared
  * once and bound again for each text: about 0.3 ms a parse, where a statement prepared on each
  * task's new connection took 1.0 ms (docs/benchmarks.md, "Fixed costs measured one by one").
- * Texts are parsed one at a time (a prepared statement holds one binding). The last few parses are
- * kept: one SQL query's text is asked for three times (its files narrowed, its check, its rendering).
+ * Texts are parsed one at a time (a prepared statement holds one binding). The last text's parse is
+ * kept: a SQL query's text is asked for three times in a row (its files narrowed, its check, its
+ * rendering), and the process runs one task at a time. One only: a 100 KB text's parse can be 4 MB.
  */
 type Parser = { statement: DuckDBPreparedStatement };
 
 let opened: Promise<Parser> | undefined;
 let queue: Promise<unknown> = Promise.resolve();
+let last: { sql: string; parse: Promise<string> } | undefined;
 
 /** DuckDB's parse of `sql` as JSON text: its statements' trees, or an `error` object for anything but SELECT. */
 export function serializedSql(sql: string): Promise<string> {
-  const known = recent.get(sql);
-  if (known) return known;
+  if (last?.sql === sql) return last.parse;
   const parse = queue.then(async () => {
     const { statement } = await parser();
     statement.bindVarchar(1, sql);
@@ -25,15 +26,13 @@ export function serializedSql(sql: string): Promise<string> {
     return String(result.getRows()[0]?.[0] ?? "");
   });
   queue = parse.catch(() => undefined);
-  recent.set(sql, parse);
-  if (recent.size > RECENT_PARSES) recent.delete(recent.keys().next().value!);
-  parse.catch(() => recent.delete(sql));
+  const kept = { sql, parse };
+  last = kept;
+  parse.catch(() => {
+    if (last === kept) last = undefined;
+  });
   return parse;
 }
-
-/** Texts are at most 100 KB (lib/explore): a few hundred KB kept at most. */
-const RECENT_PARSES = 4;
-const recent = new Map<string, Promise<string>>();
 
 /** The process's parser, opened on first use; a failed opening is tried again by the next text. */
 function parser(): Promise<Parser> {
