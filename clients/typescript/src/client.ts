@@ -159,28 +159,24 @@ export function createClient(options: ClientOptions = {}) {
   }
 
   /**
-   * The signed link to a rendition, asking again after each Retry-After while the server makes it,
-   * for at most `waitMs` in all; then RenditionPendingError. `waited`: it was not ready at first.
+   * The link `ask` gives, asked again after each Retry-After while the server makes what it links
+   * to, for at most `waitMs` in all; then RenditionPendingError naming `what`. `waited`: it was not
+   * ready at first.
    */
-  async function waitedLink(
-    orderId: string,
-    file: OrderFile,
-    format: RenditionFormat,
+  async function linkWhenReady(
+    ask: () => Promise<string>,
+    what: string,
     waitMs: number,
   ): Promise<{ link: string; waited: boolean }> {
     const deadline = Date.now() + waitMs;
     for (let waited = false; ; waited = true) {
       try {
-        return { link: await signedLink(orderId, file.id, format), waited };
+        return { link: await ask(), waited };
       } catch (error) {
         if (!(error instanceof RenditionPendingError)) throw error;
         const left = deadline - Date.now();
-        if (left <= 0) {
-          throw new RenditionPendingError(
-            `${file.name} as ${format}: still being made when the wait for it ran out`,
-            error.retryAfterMs,
-          );
-        }
+        if (left <= 0)
+          throw new RenditionPendingError(`${what}: still being made when the wait for it ran out`, error.retryAfterMs);
         const ms = Math.min(error.retryAfterMs, left);
         options.onWait?.({ reason: "rendition", ms });
         await sleep(ms);
@@ -249,7 +245,11 @@ export function createClient(options: ClientOptions = {}) {
     // The first link of a rendition is had before its sha256 is known; later attempts ask afresh.
     let firstLink: string | undefined;
     if (rendition) {
-      const { link, waited } = await waitedLink(resolvedOrder.id, resolvedFile, rendition, renditionWaitMs);
+      const { link, waited } = await linkWhenReady(
+        () => signedLink(resolvedOrder.id, resolvedFile.id, rendition),
+        `${resolvedFile.name} as ${rendition}`,
+        renditionWaitMs,
+      );
       expected = await renditionExpected(resolvedOrder.id, resolvedFile, rendition, waited);
       firstLink = link;
     }
@@ -350,25 +350,11 @@ export function createClient(options: ClientOptions = {}) {
       onProgress,
     }: { format?: RenditionFormat; waitMs?: number; onProgress?: (bytes: number) => void } = {},
   ): Promise<CheckedDownload> {
-    const deadline = Date.now() + waitMs;
-    let first: string | undefined;
-    while (first === undefined) {
-      try {
-        first = await changesLink(orderId, table, version, format);
-      } catch (error) {
-        if (!(error instanceof RenditionPendingError)) throw error;
-        const left = deadline - Date.now();
-        if (left <= 0) {
-          throw new RenditionPendingError(
-            `the change file of ${table} version ${version} as ${format}: still being made when the wait for it ran out`,
-            error.retryAfterMs,
-          );
-        }
-        const ms = Math.min(error.retryAfterMs, left);
-        options.onWait?.({ reason: "rendition", ms });
-        await sleep(ms);
-      }
-    }
+    const { link: first } = await linkWhenReady(
+      () => changesLink(orderId, table, version, format),
+      `the change file of ${table} version ${version} as ${format}`,
+      waitMs,
+    );
     let firstLink: string | undefined = first;
     const nextLink = async () => {
       const link = firstLink ?? (await changesLink(orderId, table, version, format));
