@@ -105,10 +105,22 @@ export async function versionJson(
   version: number,
   sql: SqlRunner = sqlQuery,
 ): Promise<string> {
+  return keptVersionText(buyerId, orderId, name, version, Prisma.sql`${VERSION_JSON}::text`, sql);
+}
+
+/** `selected` (text, of the version row `v`) for a kept version of the buyer's table, or the table's or version's 404. */
+async function keptVersionText(
+  buyerId: string,
+  orderId: string,
+  name: string,
+  version: number,
+  selected: Prisma.Sql,
+  sql: SqlRunner,
+): Promise<string> {
   checkNames(orderId, name);
   const query = Prisma.sql`
     SELECT true AS order_found, vt.id IS NOT NULL AS table_found,
-      (SELECT ${VERSION_JSON}::text FROM table_versions v
+      (SELECT ${selected} FROM table_versions v
        WHERE v.table_id = vt.id AND v.version = ${version} AND v.pruned_at IS NULL) AS version
     ${scopedTable(orderId, buyerId, name)}`;
   const [row] = await sql<Found & { version: string | null }>(query.text, query.values);
@@ -129,17 +141,10 @@ export async function qualityReportJson(
   version: number,
   sql: SqlRunner = sqlQuery,
 ): Promise<string> {
-  checkNames(orderId, name);
-  const query = Prisma.sql`
-    SELECT true AS order_found, vt.id IS NOT NULL AS table_found,
-      (SELECT json_build_object('report', p.report) FROM table_versions v
-         JOIN table_publications p ON p.id = v.publication_id
-       WHERE v.table_id = vt.id AND v.version = ${version} AND v.pruned_at IS NULL)::text AS version
-    ${scopedTable(orderId, buyerId, name)}`;
-  const [row] = await sql<Found & { version: string | null }>(query.text, query.values);
-  foundOrThrow(row, orderId, name);
-  if (!row!.version) throw versionNotFound(name, version);
-  const report = (JSON.parse(row!.version) as { report: unknown }).report;
+  const selected = Prisma.sql`(SELECT json_build_object('report', p.report) FROM table_publications p
+    WHERE p.id = v.publication_id)::text`;
+  const found = await keptVersionText(buyerId, orderId, name, version, selected, sql);
+  const report = (JSON.parse(found) as { report: unknown }).report;
   if (report === null) {
     throw new AppError(
       "quality_report_not_found",
