@@ -67,6 +67,12 @@ function walk(value: unknown, found: { tables: Set<string>; ctes: Set<string> })
     }
     found.tables.add(name);
   }
+  // DESCRIBE, SHOW and SUMMARIZE parse as a SELECT over a SHOW_REF: not a query of the order's data.
+  if (node.type === "SHOW_REF") {
+    throw invalid(
+      "q: DESCRIBE, SHOW and SUMMARIZE are not allowed: one SELECT (or WITH … SELECT) only; the order's tables and their columns are listed with the order (GET /orders/{id}).",
+    );
+  }
   if (node.type === "TABLE_FUNCTION") {
     const name = String((node.function as { function_name?: string } | undefined)?.function_name ?? "");
     if (!TABLE_FUNCTIONS.has(name.toLowerCase())) {

@@ -172,18 +172,30 @@ function locationOf(node: Node, walk: Walk): number {
   return Number.isSafeInteger(at) && at >= 0 && at < walk.source.length ? at : Infinity;
 }
 
-/** The token of the text at `at`: a quoted string or name, a word, or one character. */
+/** The token of the text at `at`: a quoted string or name, a word, an operator (`::`, `||`), or one character. */
 function tokenAt(source: string, at: number): string {
-  const match = /^(?:'(?:[^']|'')*'|"(?:[^"]|"")*"|[\p{L}\p{N}_]+|\S)/u.exec(source.slice(at));
+  const match = /^(?:'(?:[^']|'')*'|"(?:[^"]|"")*"|[\p{L}\p{N}_]+|[!#%&*+\-/:<=>?@^|~]+|\S)/u.exec(source.slice(at));
   const token = match?.[0] ?? "";
   return token.length > 40 ? `${token.slice(0, 40)}…` : token;
 }
 
-function refuse(node: Node, walk: Walk, what: string): string {
-  const at = locationOf(node, walk);
+function refuse(node: Node, walk: Walk, what: string, at = locationOf(node, walk)): string {
   const token = at === Infinity ? "" : `"${tokenAt(walk.source, at)}" at character ${at + 1}: `;
   walk.offenders.push({ at, detail: `${token}${what}.` });
   return "NULL";
+}
+
+/**
+ * Where a subquery's own text starts: DuckDB places the node at what introduces it (`IN`, `=`'s
+ * operand, `EXISTS`), so the first word inside the parenthesis after that is named (`SELECT`).
+ * Only the error's wording: the refusal itself comes from the tree.
+ */
+function subqueryStart(node: Node, walk: Walk): number {
+  const at = locationOf(node, walk);
+  if (at === Infinity) return at;
+  const open = walk.source.indexOf("(", at);
+  const inside = open < 0 ? -1 : walk.source.slice(open + 1).search(/\S/);
+  return inside < 0 ? at : open + 1 + inside;
 }
 
 function render(node: Node, walk: Walk): string {
@@ -212,7 +224,7 @@ function render(node: Node, walk: Walk): string {
     case "CAST":
       return renderLiteral(node, walk);
     case "SUBQUERY":
-      return refuse(node, walk, "a subquery is not allowed in a filter");
+      return refuse(node, walk, "a subquery is not allowed in a filter", subqueryStart(node, walk));
   }
   return refuse(node, walk, `${describeNode(node)} is not allowed in a filter`);
 }
@@ -287,7 +299,9 @@ function renderLiteral(node: Node, walk: Walk): string {
     const target = CAST_TYPES[String((node.cast_type as { id?: string } | undefined)?.id)];
     const value = child?.class === "CONSTANT" ? (child.value as ConstantValue) : undefined;
     if (!target || node.try_cast || !value || value.is_null || value.type?.id !== "VARCHAR") {
-      return refuse(child ?? node, walk, "a cast is not allowed in a filter (DATE '...' and TIMESTAMP '...' are)");
+      // The cast itself is named (`CAST`, `TRY_CAST`, `::`), where DuckDB says where it is.
+      const named = locationOf(node, walk) !== Infinity ? node : (child ?? node);
+      return refuse(named, walk, "a cast is not allowed in a filter (DATE '...' and TIMESTAMP '...' are)");
     }
     return `CAST(${sqlString(String(value.value))} AS ${target})`;
   }
@@ -298,13 +312,20 @@ function renderLiteral(node: Node, walk: Walk): string {
   if (type === "BOOLEAN") return value.value ? "TRUE" : "FALSE";
   if (NUMBER_TYPES.has(type)) {
     const at = locationOf(node, walk);
-    const written =
-      at === Infinity ? undefined : /^-?\s*(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?/.exec(walk.source.slice(at));
-    if (written) return written[0].replace(/\s+/g, "");
+    // The whole number as written (`1_000` too, which DuckDB reads as 1000), never a prefix of it.
+    const written = at === Infinity ? undefined : WRITTEN_NUMBER.exec(walk.source.slice(at));
+    if (written) return written[0].replace(/[\s_]+/g, "");
     return refuse(node, walk, "this number is not written as digits");
   }
   return refuse(node, walk, `a literal of type ${type} is not allowed in a filter`);
 }
+
+const DIGITS = String.raw`\d(?:_?\d)*`;
+/** A number literal as DuckDB reads it: digits with single underscores between, a fraction, an exponent; nothing after. */
+const WRITTEN_NUMBER = new RegExp(
+  String.raw`^-?\s*(?:${DIGITS}(?:\.(?:${DIGITS})?)?|\.${DIGITS})(?:[eE][+-]?${DIGITS})?(?![\p{L}\p{N}_.])`,
+  "u",
+);
 
 type ConstantValue = { type?: { id?: string }; is_null?: boolean; value?: unknown };
 
