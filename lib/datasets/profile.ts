@@ -1,12 +1,13 @@
 import { createReadStream } from "node:fs";
 import { join } from "node:path";
-import { db, Prisma } from "../db/client";
+import { db, Prisma, sqlQuery } from "../db/client";
 import { errorFields, logger } from "../log";
 import { jobTransaction, QUEUES, sendJob } from "../queue";
 import { UnreadableFileError } from "../engine/checks";
 import { duckdbMessageFor, SPILL_LIMIT, withTempDir } from "../engine/engine";
 import { EngineProcessEnded, runEngineTask } from "../engine/engine-pool";
 import type { Profile } from "../engine/engine-tasks";
+import type { Column } from "../engine/columns";
 import { fileStorage, type StoredObject } from "../storage";
 import { RENDITION_CONTENT_TYPES, type Compression, type DataFormat, type FileFormat } from "../data-formats";
 import type { ColumnStats } from "../engine/parquet-stats";
@@ -33,10 +34,28 @@ export async function readProfile(
   file: string,
   format: DataFormat,
   compression: Compression,
-  workDir?: string,
+  { workDir, emptyTypes }: { workDir?: string; emptyTypes?: Column[] } = {},
 ): Promise<Profile> {
-  if (!workDir) return withTempDir((directory) => readProfile(file, format, compression, directory));
-  return runEngineTask("profile", { file, format, compression }, { directory: workDir, readable: [file] });
+  if (!workDir) {
+    return withTempDir((directory) => readProfile(file, format, compression, { workDir: directory, emptyTypes }));
+  }
+  return runEngineTask("profile", { file, format, compression, emptyTypes }, { directory: workDir, readable: [file] });
+}
+
+/**
+ * The columns of the current version of the table a part is published to: the types a header-only
+ * CSV part takes (an empty refresh is then a 0-row version for the quality gate, not a type change).
+ */
+async function tableColumnsFor(publicationId: string | null, format: FileFormat): Promise<Column[] | undefined> {
+  if (!publicationId || (format !== "csv" && format !== "tsv")) return undefined;
+  const [row] = await sqlQuery<{ columns: Column[] }>(
+    `SELECT v.columns FROM table_publications p
+     JOIN order_tables t ON t.id = p.table_id
+     JOIN table_versions v ON v.table_id = t.id AND v.version = t.current_version
+     WHERE p.id = $1`,
+    [publicationId],
+  );
+  return row?.columns;
 }
 
 /**
@@ -60,6 +79,7 @@ export async function profileStoredFile(
       compression: true,
       storageKey: true,
       profileStatus: true,
+      publicationId: true,
     },
   });
   if (!file || file.format === "binary") return "skipped";
@@ -74,7 +94,11 @@ export async function profileStoredFile(
     : null;
   const outcome = await withTempDir(async (workDir): Promise<ProfileOutcome> => {
     const path = await localCopy(file.storageKey, workDir);
-    const source = { format: file.format as DataFormat, compression: file.compression as Compression };
+    const source = {
+      format: file.format as DataFormat,
+      compression: file.compression as Compression,
+      emptyTypes: await tableColumnsFor(file.publicationId, file.format),
+    };
     if (withParquet) {
       const target = join(workDir, "rendition.parquet");
       const made = await runEngineTask(
@@ -97,7 +121,9 @@ export async function profileStoredFile(
       }
     }
     try {
-      return { profile: await readProfile(path, source.format, source.compression, workDir) };
+      return {
+        profile: await readProfile(path, source.format, source.compression, { workDir, emptyTypes: source.emptyTypes }),
+      };
     } catch (error) {
       return { error: readableReason(error, file, path) };
     }

@@ -39,7 +39,8 @@ export type Profile = { columns: Column[]; rows: number; preview: Json[][] };
  */
 export type EngineScope = { directory: string; readable: string[]; timeLimitMs?: number };
 
-type Source = { format: DataFormat; compression: Compression };
+/** `emptyTypes`: the types a header-only CSV or TSV takes by column name (see headerOnlyTypes). */
+type Source = { format: DataFormat; compression: Compression; emptyTypes?: Column[] };
 
 export const ENGINE_TASKS = {
   /**
@@ -95,8 +96,9 @@ export const ENGINE_TASKS = {
     connection: DuckDBConnection,
     input: { source: string; from: Source & { columns?: Column[] }; format: RenditionFormat; target: string },
   ): Promise<{ nullCounts: Record<string, number> | null; stats: ColumnStats | null }> {
-    const reader = await readerOf(connection, input.source, input.from);
     const columns = input.from.columns?.length ? input.from.columns : undefined;
+    // A header-only text file keeps the types its profile gave it (the table's: see headerOnlyTypes).
+    const reader = await readerOf(connection, input.source, { ...input.from, emptyTypes: columns });
     const select =
       columns && input.format === "parquet"
         ? portableSelectList(columns)
@@ -283,23 +285,52 @@ async function readerOf(connection: DuckDBConnection, file: string, source: Sour
   if (source.format !== "csv" && source.format !== "tsv") return readerSql(file, source.format, source.compression);
   const sniffed = await sniffCsv(connection, file, source);
   if (!sniffed) return readerSql(file, source.format, source.compression);
-  const text = (value: string) => sqlString(value === "(empty)" ? "" : value);
-  const columns = sniffed.Columns.map(({ name, type }) => `${sqlString(name)}: ${sqlString(type)}`).join(", ");
-  const options = [
-    "auto_detect = false",
-    `delim = ${text(sniffed.Delimiter)}`,
-    `quote = ${text(sniffed.Quote)}`,
-    `escape = ${text(sniffed.Escape)}`,
-    `new_line = ${text(sniffed.NewLineDelimiter)}`,
-    `comment = ${text(sniffed.Comment)}`,
-    "skip = 0",
-    `header = ${sniffed.HasHeader ? "true" : "false"}`,
-    `columns = {${columns}}`,
-    ...(sniffed.DateFormat ? [`dateformat = ${sqlString(sniffed.DateFormat)}`] : []),
-    ...(sniffed.TimestampFormat ? [`timestampformat = ${sqlString(sniffed.TimestampFormat)}`] : []),
-    `compression = ${source.compression === "gzip" ? "'gzip'" : "'none'"}`,
-  ];
-  return `read_csv(${sqlString(file)}, ${options.join(", ")})`;
+  const csvReader = (columns: SniffedCsv["Columns"]) => {
+    const text = (value: string) => sqlString(value === "(empty)" ? "" : value);
+    const options = [
+      "auto_detect = false",
+      `delim = ${text(sniffed.Delimiter)}`,
+      `quote = ${text(sniffed.Quote)}`,
+      `escape = ${text(sniffed.Escape)}`,
+      `new_line = ${text(sniffed.NewLineDelimiter)}`,
+      `comment = ${text(sniffed.Comment)}`,
+      "skip = 0",
+      `header = ${sniffed.HasHeader ? "true" : "false"}`,
+      `columns = {${columns.map(({ name, type }) => `${sqlString(name)}: ${sqlString(type)}`).join(", ")}}`,
+      ...(sniffed.DateFormat ? [`dateformat = ${sqlString(sniffed.DateFormat)}`] : []),
+      ...(sniffed.TimestampFormat ? [`timestampformat = ${sqlString(sniffed.TimestampFormat)}`] : []),
+      `compression = ${source.compression === "gzip" ? "'gzip'" : "'none'"}`,
+    ];
+    return `read_csv(${sqlString(file)}, ${options.join(", ")})`;
+  };
+  const sniffedReader = csvReader(sniffed.Columns);
+  const typed = source.emptyTypes && (await headerOnlyTypes(connection, sniffedReader, sniffed, source.emptyTypes));
+  return typed ? csvReader(typed) : sniffedReader;
+}
+
+/** Types a CSV column may be declared as without a value to read: plain ones and DECIMAL(p,s), not nested ones. */
+const DECLARABLE_TYPE = /^(?:[A-Z][A-Z0-9_ ]*|DECIMAL\(\d+,\s*\d+\))$/;
+
+/**
+ * The columns of a header-only CSV or TSV with the types `emptyTypes` gives their names. With no
+ * row the sniffer has no evidence and calls every column VARCHAR, so an empty refresh of a typed
+ * table would fail as a change of type; it is a 0-row version of the same columns, which the quality
+ * gate holds (row_count_zero). Undefined when the file has a row, or a sniffed type other than VARCHAR.
+ */
+async function headerOnlyTypes(
+  connection: DuckDBConnection,
+  reader: string,
+  sniffed: SniffedCsv,
+  emptyTypes: Column[],
+): Promise<SniffedCsv["Columns"] | undefined> {
+  if (!sniffed.HasHeader || sniffed.Columns.some((column) => column.type !== "VARCHAR")) return undefined;
+  const known = new Map(
+    emptyTypes.filter((column) => DECLARABLE_TYPE.test(column.type)).map((column) => [column.name, column.type]),
+  );
+  if (!sniffed.Columns.some((column) => (known.get(column.name) ?? "VARCHAR") !== "VARCHAR")) return undefined;
+  const first = await connection.runAndReadAll(`SELECT 1 FROM ${reader} LIMIT 1`);
+  if (first.getRows().length > 0) return undefined;
+  return sniffed.Columns.map((column) => ({ name: column.name, type: known.get(column.name) ?? column.type }));
 }
 
 type SniffedCsv = {
