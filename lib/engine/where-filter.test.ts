@@ -56,6 +56,8 @@ describe("allowed filters are rendered from the parse", () => {
       `(contains("name", 'x') AND starts_with("city", 'P') AND (round(abs("price"), 1) > length(trim(upper("name")))))`,
     ],
     ["ID = 3 AND true", "((\"id\" = 3) AND CAST('t' AS BOOLEAN))"],
+    // A column alone may be a condition (a BOOLEAN one); its type is DuckDB's to check.
+    ["NOT city AND coalesce(name, false)", '((NOT "city") AND coalesce("name", CAST(\'f\' AS BOOLEAN)))'],
     ["price = NULL", '("price" = NULL)'],
     ["name = 'a;b -- /* c */'", `("name" = 'a;b -- /* c */')`],
   ])("%s", async (where, sql) => {
@@ -74,6 +76,10 @@ describe("refused filters name the first offending token", () => {
     ["id = 0x1F", "invalid_filter", /syntax error at or near "x1F"/],
     ["id = 1__0", "invalid_filter", /syntax error at or near "__0"/],
     ["id = 1; DROP TABLE x", "invalid_filter", /";" is not allowed.*character 7/],
+    ["1", "invalid_filter", /"1" at character 1: is not a condition/],
+    ["id = 1 AND length(name)", "invalid_filter", /"length" at character 12: is not a condition/],
+    ["NOT 'x'", "invalid_filter", /"'x'" at character 5: is not a condition/],
+    ["DATE '2026-01-01'", "invalid_filter", /is not a condition/],
     ["id = 1 -- hi", "invalid_filter", /a comment \("--"\).*character 8/],
     ["id = 1 /* hi */", "invalid_filter", /a comment \("\/\*"\)/],
     [

@@ -157,7 +157,7 @@ type Walk = {
  */
 export function renderFilter(tree: unknown, source: string, columns: string[]): string {
   const walk: Walk = { source, columns, offenders: [] };
-  const sql = render(tree as Node, walk);
+  const sql = renderCondition(tree as Node, walk);
   if (walk.offenders.length > 0) {
     const first = walk.offenders.reduce((a, b) => (b.at < a.at ? b : a));
     throw invalid(first.detail);
@@ -198,6 +198,43 @@ function subqueryStart(node: Node, walk: Walk): number {
   return inside < 0 ? at : open + 1 + inside;
 }
 
+/** Functions of the allow-list whose value is no condition (a number, a text, a date). */
+const VALUE_FUNCTIONS = new Set([
+  "lower",
+  "upper",
+  "length",
+  "trim",
+  "abs",
+  "round",
+  "date_trunc",
+  "year",
+  "month",
+  "day",
+]);
+
+/**
+ * Whether a node can be a condition (true or false for each row): what the filter is, and what AND,
+ * OR and NOT join. A bare number, text, date or value function is not (DuckDB would read `WHERE id`
+ * as `id <> 0`); a column may be (a BOOLEAN one), and so may coalesce.
+ */
+function isCondition(node: Node): boolean {
+  if (!node || typeof node !== "object") return true;
+  if (node.class === "CONSTANT") {
+    const value = node.value as ConstantValue | undefined;
+    return Boolean(value?.is_null) || value?.type?.id === "BOOLEAN";
+  }
+  if (node.class === "CAST") return (node.cast_type as { id?: string } | undefined)?.id === "BOOLEAN";
+  if (node.class === "FUNCTION") return !VALUE_FUNCTIONS.has(String(node.function_name ?? "").toLowerCase());
+  return true;
+}
+
+/** `node` rendered, refused when it cannot be a condition. */
+function renderCondition(node: Node, walk: Walk): string {
+  const sql = render(node, walk);
+  if (isCondition(node)) return sql;
+  return refuse(node, walk, "is not a condition: a filter is true or false for each row (e.g. id = 1, name IS NULL)");
+}
+
 function render(node: Node, walk: Walk): string {
   if (!node || typeof node !== "object") return refuse({ class: "", type: "" }, walk, "an empty expression");
   if (node.alias) return refuse(node, walk, "an alias is not allowed in a filter");
@@ -206,7 +243,7 @@ function render(node: Node, walk: Walk): string {
   switch (node.class) {
     case "CONJUNCTION":
       if (node.type !== "CONJUNCTION_AND" && node.type !== "CONJUNCTION_OR") break;
-      return `(${all(children).join(node.type === "CONJUNCTION_AND" ? " AND " : " OR ")})`;
+      return `(${children.map((child) => renderCondition(child, walk)).join(node.type === "CONJUNCTION_AND" ? " AND " : " OR ")})`;
     case "COMPARISON": {
       const operator = COMPARISONS[node.type];
       if (!operator) break;
@@ -233,7 +270,7 @@ function renderOperator(node: Node, children: Node[], walk: Walk): string {
   const [first, ...rest] = children;
   switch (node.type) {
     case "OPERATOR_NOT":
-      return `(NOT ${render(first!, walk)})`;
+      return `(NOT ${renderCondition(first!, walk)})`;
     case "OPERATOR_IS_NULL":
       return `(${render(first!, walk)} IS NULL)`;
     case "OPERATOR_IS_NOT_NULL":
