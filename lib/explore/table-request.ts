@@ -64,12 +64,14 @@ export function rowsOrder(
 /** The asked columns, each a column of the version, none twice. */
 function chosenColumns(asked: string[], names: string[]): string[] {
   const seen = new Set<string>();
+  if (asked.every((name) => name === ""))
+    throw new AppError("invalid_request", "columns: name at least one column, or leave it out for all.");
   for (const name of asked) {
+    if (name === "")
+      throw new AppError("invalid_request", "columns: a name is empty (two commas in a row, or one at an end).");
     if (!names.includes(name)) throw unknownColumn("columns", name, names);
     if (seen.has(name)) throw new AppError("invalid_request", `columns: ${JSON.stringify(name)} is asked twice.`);
     seen.add(name);
   }
-  if (seen.size === 0)
-    throw new AppError("invalid_request", "columns: name at least one column, or leave it out for all.");
   return asked;
 }

@@ -204,6 +204,8 @@ describe("rows", () => {
       /columns: the table has no column "nope" \(its columns: id, name, price\)/,
     ],
     [{ columns: "id,id" }, 400, "invalid_request", /"id" is asked twice/],
+    [{ columns: "" }, 400, "invalid_request", /columns: name at least one column/],
+    [{ columns: "id,,name" }, 400, "invalid_request", /columns: a name is empty/],
     [{ order_by: "price + 1" }, 400, "invalid_request", /order_by: "price \+ 1" is not a column name/],
     [{ order_by: "nope desc" }, 400, "unknown_column", /order_by: the table has no column "nope"/],
     [
