@@ -198,19 +198,10 @@ function subqueryStart(node: Node, walk: Walk): number {
   return inside < 0 ? at : open + 1 + inside;
 }
 
-/** Functions of the allow-list whose value is no condition (a number, a text, a date). */
-const VALUE_FUNCTIONS = new Set([
-  "lower",
-  "upper",
-  "length",
-  "trim",
-  "abs",
-  "round",
-  "date_trunc",
-  "year",
-  "month",
-  "day",
-]);
+/** Functions of the allow-list whose value is no condition (a number, a text, a date): all but these three. */
+const VALUE_FUNCTIONS = new Set<string>(
+  FILTER_FUNCTIONS.filter((name) => name !== "coalesce" && name !== "contains" && name !== "starts_with"),
+);
 
 /**
  * Whether a node can be a condition (true or false for each row): what the filter is, and what AND,
