@@ -1,6 +1,6 @@
 /**
  * DuckDB values as the API's preview gives them (contract Part 3): JSON values in column order,
- * timestamps in ISO 8601, integers beyond JSON's exact range as strings. Pure: unit-tested.
+ * timestamps in ISO 8601, integers beyond JSON's exact range and decimals as strings. Pure: unit-tested.
  */
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -21,8 +21,8 @@ export function previewValue(value: Json, type: string): Json {
   if (value === null) return null;
   if (typeof value === "string") {
     if (BIG_INTEGER_TYPES.has(type)) return exactNumber(value);
-    const decimal = /^DECIMAL\((\d+),\d+\)$/.exec(type);
-    if (decimal) return Number(decimal[1]) <= 15 ? Number(value) : value;
+    // Every DECIMAL as DuckDB writes it, scale kept ("1.50"): a JSON number would drop it (1.5).
+    if (type.startsWith("DECIMAL(")) return value;
     if (type === "TIMESTAMP WITH TIME ZONE") return isoTimestamp(value).replace(/[+-]00(:00)?$/, "Z");
     if (type.startsWith("TIMESTAMP")) return isoTimestamp(value);
     return cutText(value);

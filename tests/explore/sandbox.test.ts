@@ -264,6 +264,10 @@ describe("sql", () => {
       ["update_preimage", 2, 5],
     ]);
     expect((await answer("SELECT count(*) FROM products JOIN PRODUCTS p2 USING (id)")).rows).toEqual([[50]]);
+    // Decimals as strings with their scale, whatever their width (contract Part 7).
+    expect((await answer("SELECT 1.50::DECIMAL(9,2), 3::DECIMAL(4,0), -0.05::DECIMAL(18,3)")).rows).toEqual([
+      ["1.50", "3", "-0.050"],
+    ]);
     // Tables the text mentions but does not read (a literal, a CTE of the same name) are not views of the query.
     const shadowed =
       "WITH events AS (SELECT 2 AS n) SELECT n, (SELECT count(*) FROM products) FROM events WHERE 'big' <> ''";
