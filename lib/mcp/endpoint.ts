@@ -117,13 +117,21 @@ function refusal(req: IncomingMessage, body: unknown): Response | undefined {
       `Bad Request: unsupported protocol version ${printable(version)} (supported: ${MCP_PROTOCOL_VERSIONS.join(", ")}).`,
     );
   }
-  if (!isObject(body) || !isObject(body.params)) return undefined;
-  const params = body.params;
-  if (body.method === "initialize" && !(MCP_PROTOCOL_VERSIONS as readonly unknown[]).includes(params.protocolVersion)) {
+  const invalid = invalidMessage(body);
+  if (invalid) return jsonRpcError(400, INVALID_REQUEST, `Invalid Request: ${invalid}.`);
+  const message = body as Record<string, unknown>;
+  const id = typeof message.id === "string" || typeof message.id === "number" ? message.id : null;
+  const wrongParams = paramsProblem(message);
+  if (wrongParams) return jsonRpcError(200, INVALID_PARAMS, `Invalid params: ${wrongParams}.`, {}, id);
+  if (!isObject(message.params)) return undefined;
+  const params = message.params;
+  if (
+    message.method === "initialize" &&
+    !(MCP_PROTOCOL_VERSIONS as readonly unknown[]).includes(params.protocolVersion)
+  ) {
     params.protocolVersion = MCP_PROTOCOL_VERSIONS[0];
   }
-  if (body.method === "tools/call" && !(MCP_TOOL_NAMES as readonly unknown[]).includes(params.name)) {
-    const id = typeof body.id === "string" || typeof body.id === "number" ? body.id : null;
+  if (message.method === "tools/call" && !(MCP_TOOL_NAMES as readonly unknown[]).includes(params.name)) {
     return jsonRpcError(
       200,
       INVALID_PARAMS,
@@ -131,6 +139,43 @@ function refusal(req: IncomingMessage, body: unknown): Response | undefined {
       {},
       id,
     );
+  }
+  return undefined;
+}
+
+/**
+ * Why JSON is no JSON-RPC message (JSON-RPC's -32600, where the SDK would say -32700 "Parse
+ * error" of JSON that parsed), or undefined: an object, `jsonrpc` "2.0", an id that is a string or
+ * a number, a method that is a string (or an answer: result or error).
+ */
+function invalidMessage(body: unknown): string | undefined {
+  if (!isObject(body)) return "the body is JSON but not a JSON-RPC message (an object)";
+  if (body.jsonrpc !== "2.0") return 'a JSON-RPC message has "jsonrpc": "2.0"';
+  if ("id" in body && typeof body.id !== "string" && typeof body.id !== "number") {
+    return "the id must be a string or a number";
+  }
+  if (typeof body.method !== "string" && !("result" in body) && !("error" in body)) {
+    return "the message has no method (a string)";
+  }
+  return undefined;
+}
+
+/**
+ * What is wrong with a request's params where the SDK would answer -32603 "Internal error" with
+ * its schema's validation dump: params that are no object, a tools/call or initialize without them,
+ * a tool call without a name or with arguments that are no object.
+ */
+function paramsProblem(message: Record<string, unknown>): string | undefined {
+  const { method, params } = message;
+  if (params !== undefined && !isObject(params)) return "params must be an object";
+  if (method === "tools/call") {
+    if (!isObject(params) || typeof params.name !== "string") {
+      return "tools/call needs params.name (a tool's name, from tools/list) and params.arguments (an object)";
+    }
+    if (params.arguments !== undefined && !isObject(params.arguments)) return "params.arguments must be an object";
+  }
+  if (method === "initialize" && !isObject(params)) {
+    return "initialize needs params: protocolVersion, capabilities and clientInfo";
   }
   return undefined;
 }

@@ -71,7 +71,25 @@ describe("refusals", () => {
     ["an Origin of another site", () => post(initialize(), { Origin: "https://evil.example.com" }), 403, -32000],
     ["malformed JSON", () => post("{not json"), 400, -32700],
     ["a batch", () => post([initialize(), { jsonrpc: "2.0", id: 2, method: "ping" }]), 400, -32600],
-    ["not a JSON-RPC message", () => post({ hello: "world" }), 400, -32700],
+    ["not a JSON-RPC message", () => post({ hello: "world" }), 400, -32600],
+    ["no jsonrpc member", () => post({ id: 1, method: "ping" }), 400, -32600],
+    ["an id that is an object", () => post({ jsonrpc: "2.0", id: { x: 1 }, method: "ping" }), 400, -32600],
+    ["null", () => post("null"), 400, -32600],
+    ["a number", () => post("1"), 400, -32600],
+    ["tools/call without params", () => post({ jsonrpc: "2.0", id: 5, method: "tools/call" }), 200, -32602],
+    [
+      "tools/call with arguments that are a list",
+      () => post({ jsonrpc: "2.0", id: 6, method: "tools/call", params: { name: "list_orders", arguments: [1] } }),
+      200,
+      -32602,
+    ],
+    [
+      "tools/call with arguments that are a text",
+      () => post({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "list_orders", arguments: "x" } }),
+      200,
+      -32602,
+    ],
+    ["params that are a list", () => post({ jsonrpc: "2.0", id: 8, method: "ping", params: [1] }), 200, -32602],
     ["a 10 MB body", () => post(JSON.stringify({ pad: "x".repeat(10 * 1024 * 1024) })), 413, -32000],
     ["no Accept of both types", () => post(initialize(), { Accept: "application/json" }), 406, -32000],
     [
@@ -92,6 +110,8 @@ describe("refusals", () => {
       expect(body.jsonrpc).toBe("2.0");
       expect(body.error.code).toBe(code);
       expect(body.error.message.length).toBeGreaterThan(5);
+      // A short sentence, never a schema's validation dump.
+      expect(body.error.message).not.toMatch(/\n|"expected"/);
       if (status === 401) expect(response.headers.get("www-authenticate")).toMatch(/^Bearer/);
       if (status === 405) expect(response.headers.get("allow")).toBe("POST");
     },
