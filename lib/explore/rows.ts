@@ -1,5 +1,6 @@
 import type { QueryColumn } from "../engine/query-tasks";
-import type { Json } from "../engine/preview-values";
+import { previewValue, type Json } from "../engine/preview-values";
+import type { Column } from "../engine/columns";
 import { unknownColumn } from "../engine/where-filter";
 import { AppError } from "../errors";
 import { runBuyerQuery } from "./engine-run";
@@ -37,9 +38,25 @@ async function pageOfRows(request: RowsRequest): Promise<RowsPage> {
   );
   return {
     version: version.version,
-    columns: page.columns,
-    rows: page.rows,
+    ...inVersionTypes(page, version.columns as Column[]),
     next_offset: page.more ? request.offset + request.limit : null,
+  };
+}
+
+/**
+ * The page in the version's own column types. Its Parquet parts store the few types Spark lacks
+ * widened (UBIGINT as DECIMAL(20,0), TIMESTAMP_NS as TIMESTAMP: lib/engine/spark-schema.ts), and
+ * the query reads them so; the table and its preview say UBIGINT, and so does the page, its values
+ * rendered as a preview renders that type.
+ */
+function inVersionTypes(page: { columns: QueryColumn[]; rows: Json[][] }, columns: Column[]) {
+  const types = new Map(columns.map((column) => [column.name, column.type]));
+  const wanted = page.columns.map((column) => types.get(column.name) ?? column.type);
+  const changed = wanted.map((type, i) => type !== page.columns[i]!.type);
+  if (!changed.includes(true)) return { columns: page.columns, rows: page.rows };
+  return {
+    columns: page.columns.map((column, i) => ({ ...column, type: wanted[i]! })),
+    rows: page.rows.map((row) => row.map((value, i) => (changed[i] ? previewValue(value, wanted[i]!) : value))),
   };
 }
 

@@ -1,6 +1,7 @@
 import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { DuckDBInstance } from "@duckdb/node-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runAdminJson } from "../helpers/admin";
 import { createTestEnvironment } from "../helpers/database";
@@ -24,10 +25,12 @@ let key: string;
 /** Rows `from` down to `to`: each part lists its ids in descending order, so file order is not id order. */
 const descending = (from: number, to: number) => Array.from({ length: from - to + 1 }, (_, at) => from - at);
 
-async function publish(table: string, parts: Record<string, Record<string, unknown>[]>) {
+async function publish(table: string, parts: Record<string, Record<string, unknown>[]> | string) {
   const paths = [];
-  for (const [name, rows] of Object.entries(parts))
-    paths.push("--path", await partFile(workDir, name, productsCsv(rows as Parameters<typeof productsCsv>[0])));
+  if (typeof parts === "string") paths.push("--path", parts);
+  else
+    for (const [name, rows] of Object.entries(parts))
+      paths.push("--path", await partFile(workDir, name, productsCsv(rows as Parameters<typeof productsCsv>[0])));
   const cliEnv = {
     DATABASE_URL: env.database.url,
     STORAGE_DIR: env.storageDir,
@@ -63,6 +66,17 @@ beforeAll(async () => {
   await publish("marks", { "m-a.csv": marks(descending(20, 1)), "m-b.csv": marks(descending(40, 21)) });
   const labels = (ids: number[]) => ids.map((id) => ({ id, FileName: `label-${id}` }));
   await publish("labels", { "b-a.csv": labels(descending(20, 1)), "b-b.csv": labels(descending(40, 21)) });
+  // Types Spark lacks, which the table's Parquet parts store widened (UBIGINT as DECIMAL(20,0)).
+  const unsigned = path.join(workDir, "unsigned.parquet");
+  const duckdb = await DuckDBInstance.create(":memory:");
+  const connection = await duckdb.connect();
+  await connection.run(
+    `COPY (SELECT * FROM (VALUES (1, 5::UBIGINT, 7::UTINYINT), (2, 18446744073709551615::UBIGINT, 255::UTINYINT)) t(id, u, small))
+     TO '${unsigned}' (FORMAT parquet)`,
+  );
+  connection.closeSync();
+  duckdb.closeSync();
+  await publish("unsigned", unsigned);
 }, 900_000);
 
 afterAll(async () => {
@@ -117,5 +131,20 @@ describe("rows of a table with columns named like DuckDB's file columns", () => 
       order_by: "file_index",
     });
     expect(tied.rows).toEqual([...descending(20, 16), ...descending(40, 21)].map((id) => [id]));
+  });
+});
+
+describe("rows of a table of types Spark lacks", () => {
+  it("are answered in the table's own types, as its preview gives them", async () => {
+    const page = (await allPages("unsigned")) as Page & { columns: { name: string; type: string }[] };
+    expect(page.columns).toEqual([
+      { name: "id", type: "INTEGER" },
+      { name: "u", type: "UBIGINT" },
+      { name: "small", type: "UTINYINT" },
+    ]);
+    expect(page.rows).toEqual([
+      [1, 5, 7],
+      [2, "18446744073709551615", 255],
+    ]);
   });
 });
