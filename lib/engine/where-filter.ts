@@ -230,7 +230,6 @@ function render(node: Node, walk: Walk): string {
   if (!node || typeof node !== "object") return refuse({ class: "", type: "" }, walk, "an empty expression");
   if (node.alias) return refuse(node, walk, "an alias is not allowed in a filter");
   const children = (node.children ?? []) as Node[];
-  const all = (nodes: Node[]) => nodes.map((child) => render(child, walk));
   switch (node.class) {
     case "CONJUNCTION":
       if (node.type !== "CONJUNCTION_AND" && node.type !== "CONJUNCTION_OR") break;
