@@ -32,6 +32,11 @@ export type ErrorCode =
   | "unknown_column"
   | "invalid_sql"
   | "query_timeout"
+  // Part 8: fair shares
+  | "too_many_queries"
+  | "answer_too_large"
+  /** A query whose client left (logs and metrics only: nobody reads the answer). */
+  | "query_cancelled"
   // Delta Sharing (lib/sharing): the protocol's own codes are made from these
   | "sharing_not_found"
   | "sharing_malformed_request"

@@ -14,15 +14,20 @@ type Metrics = {
   poolConnections: Gauge<"state">;
   exportRunAttempts: Counter<"outcome">;
   tablePublications: Counter<"outcome">;
+  engineQueries: Counter<"door" | "outcome">;
+  engineQueriesNow: Gauge<"state">;
 };
 
 type PoolStats = { total: number; idle: number; waiting: number };
+type QueryStats = { running: number; waiting: number };
+export type EngineQueryOutcome = "admitted" | "refused" | "cancelled" | "truncated_rows" | "truncated_bytes";
 
 function metrics(): Metrics {
   return processSingleton("metrics", () => {
     const registry = new Registry();
     collectDefaultMetrics({ register: registry });
     const poolStats = processSingleton<{ read?: () => PoolStats }>("metrics:pool-stats", () => ({}));
+    const queryStats = processSingleton<{ read?: () => QueryStats }>("metrics:query-stats", () => ({}));
     return {
       registry,
       exportRunAttempts: new Counter({
@@ -36,6 +41,24 @@ function metrics(): Metrics {
         help: "Table publications this process finished, by outcome (ready, held, failed).",
         labelNames: ["outcome"],
         registers: [registry],
+      }),
+      engineQueries: new Counter({
+        name: "engine_queries_total",
+        help: "Buyers' queries in the data engine, by door (rows, sql, subset, query_page, mcp) and outcome (admitted, refused as too_many_queries, cancelled as the client left, truncated_rows, truncated_bytes).",
+        labelNames: ["door", "outcome"],
+        registers: [registry],
+      }),
+      engineQueriesNow: new Gauge({
+        name: "engine_queries",
+        help: "Buyers' queries in this instance's data engine now: running in a process, and waiting.",
+        labelNames: ["state"],
+        registers: [registry],
+        collect() {
+          const stats = queryStats.read?.();
+          if (!stats) return;
+          this.set({ state: "running" }, stats.running);
+          this.set({ state: "waiting" }, stats.waiting);
+        },
       }),
       requestDuration: new Histogram({
         name: "http_request_duration_seconds",
@@ -106,6 +129,15 @@ export function countExportRun(outcome: string): void {
 /** The database pool tells the metrics how to read its state (at scrape time). */
 export function reportPoolStats(read: () => PoolStats): void {
   processSingleton<{ read?: () => PoolStats }>("metrics:pool-stats", () => ({})).read = read;
+}
+
+export function countEngineQuery(door: string, outcome: EngineQueryOutcome): void {
+  metrics().engineQueries.inc({ door, outcome });
+}
+
+/** The query pool tells the metrics how to read its state (at scrape time). */
+export function reportEngineQueries(read: () => QueryStats): void {
+  processSingleton<{ read?: () => QueryStats }>("metrics:query-stats", () => ({})).read = read;
 }
 
 export async function metricsExposition(): Promise<{ contentType: string; body: string }> {

@@ -3,7 +3,7 @@ import { ENGINE_TASKS } from "./engine-tasks";
 import { KeptEngine } from "./kept-engine";
 import { keptIdleMs } from "./kept-instances";
 import { QUERY_KEPT, QUERY_PARSE_ONLY, QUERY_READABLE } from "./query-tasks";
-import { taskRunner, type EngineReply, type EngineRequest } from "./task-runner";
+import { taskRunner, type EngineMessage, type EngineReply } from "./task-runner";
 
 /**
  * An engine process (started by ./engine-pool.ts with an IPC channel): runs one task at a time as
@@ -40,7 +40,7 @@ const run = taskRunner(
   QUERY_PARSE_ONLY,
 );
 
-process.on("message", (request: EngineRequest) => void run(request));
+process.on("message", (message: EngineMessage) => void run(message));
 // The parent gone (ended, or killed: it cannot remove this process's directories then), the kept
 // instance's directory and its spill go with this process.
 process.on("disconnect", () => {

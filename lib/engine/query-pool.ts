@@ -1,15 +1,17 @@
 import { processSingleton } from "../singleton";
 import { datasetEngineSettings } from "./engine";
-import { EnginePool } from "./engine-pool";
+import { EnginePool, type QueryCaller } from "./engine-pool";
 import { keptIdleMs } from "./kept-instances";
 import type { EngineScope, EngineTaskInput, EngineTaskName, EngineTaskOutput } from "./engine-tasks";
 
 /**
  * Buyers' queries (lib/explore: rows, SQL) run in a pool of their own, so they never wait behind a
  * worker's three-hour task and a worker never waits behind them: `DATASET_QUERY_PROCESSES` processes
- * (default 2), at most `DATASET_QUERY_PROCESSES_PER_ACCOUNT` (default half of them, at least 1) busy
- * with one account's queries, so one buyer cannot starve the others; at most QUERY_QUEUE_MAX wait in
- * all (then 503 with Retry-After). A query's engine time is bounded in the process (scope.timeLimitMs:
+ * (default 2). An account has at most `QUERY_ACCOUNT_RUNNING` queries running (default 1: from its
+ * start until its answer is written out) and `QUERY_ACCOUNT_WAITING` waiting (default 4) in this
+ * instance; one more is 429 too_many_queries. Waiting queries are taken account by account in turn,
+ * so one buyer's flood waits behind itself, and a query whose client left leaves the queue or is
+ * interrupted (./engine-pool.ts). A query's engine time is bounded in the process (scope.timeLimitMs:
  * DuckDB is interrupted); a process that does not stop `DATASET_QUERY_KILL_GRACE_SECONDS` (default 5)
  * later is killed and replaced: some of DuckDB's work (one long function call) never looks at the interrupt.
  * The processes run at the lower CPU priority `DATASET_QUERY_NICE` (default 10, 0 for none): the server
@@ -21,11 +23,11 @@ export function runQueryTask<Name extends EngineTaskName>(
   task: Name,
   input: EngineTaskInput<Name>,
   scope: EngineScope & { timeLimitMs: number },
-  account: string,
+  caller: QueryCaller,
 ): Promise<EngineTaskOutput<Name>> {
   return queryPool().run(
     { task, input, scope },
-    { account, timeLimitMs: scope.timeLimitMs + queryKillGraceMs() },
+    { caller, timeLimitMs: scope.timeLimitMs + queryKillGraceMs() },
   ) as Promise<EngineTaskOutput<Name>>;
 }
 
@@ -37,8 +39,6 @@ function queryKillGraceMs(): number {
     `DATASET_QUERY_KILL_GRACE_SECONDS must be a positive number, got "${process.env.DATASET_QUERY_KILL_GRACE_SECONDS}".`,
   );
 }
-
-const QUERY_QUEUE_MAX = 200;
 
 function wholeSetting(name: string, fallback: number, least = 1): number {
   const value = Number(process.env[name] || fallback);
@@ -58,12 +58,14 @@ function queryNice(): number {
 const queryPool = () =>
   processSingleton("datasets:query-pool", () => {
     const size = wholeSetting("DATASET_QUERY_PROCESSES", 2);
-    const perAccount = wholeSetting("DATASET_QUERY_PROCESSES_PER_ACCOUNT", Math.max(1, Math.floor(size / 2)));
+    const perAccount = {
+      running: wholeSetting("QUERY_ACCOUNT_RUNNING", 1),
+      waiting: wholeSetting("QUERY_ACCOUNT_WAITING", 4, 0),
+    };
     // Read by each process (./engine-child.ts), checked here so that a malformed value is said.
     keptIdleMs();
     return new EnginePool(datasetEngineSettings(), size, {
       perAccount,
-      maxWaiting: QUERY_QUEUE_MAX,
       nice: queryNice(),
     });
   });

@@ -7,6 +7,8 @@ import { bareEngine, openTaskEngine, readableWithin, runInTime, type BareEngine 
 
 /** What the app asks an engine process (./engine-child.ts) over its IPC channel, and its answer. */
 export type EngineRequest = { id: number; task: EngineTaskName; input: unknown; scope: EngineScope };
+/** A request, or the cancelling of the running one (its client left: DuckDB is interrupted). */
+export type EngineMessage = EngineRequest | { cancel: number };
 export type EngineReply =
   | { id: number; ok: true; value: unknown }
   | { id: number; ok: false; error: { message: string; unreadable: boolean; code?: string } };
@@ -20,7 +22,11 @@ type ReadableOf = (input: unknown) => Promise<string[]>;
 /** The tasks that may run on a kept instance (./query-tasks.ts QUERY_KEPT) and the process's slot for it. */
 export type KeptTasks = { tasks: ReadonlySet<string>; engine: KeptEngine };
 
+/** The task at work and its connection, for a cancel message. */
+type Running = { id?: number; connection?: DuckDBConnection };
+
 type Runner = {
+  running: Running;
   tasks: Record<string, Perform>;
   readable: Record<string, ReadableOf>;
   kept: KeptTasks;
@@ -38,6 +44,7 @@ type Runner = {
  * 20 ms of its making. `send` resolves when the answer is handed over. `readable` narrows a task's
  * files before its instance is chosen and locked: it parses, reads nothing. A task of `parseOnly`
  * answers from its text's parse alone: it gets no connection and leaves the kept instance alone.
+ * A cancel message interrupts the running task of that id at once (not after it, as a task waits).
  */
 export function taskRunner(
   tasks: Record<string, Perform>,
@@ -45,8 +52,9 @@ export function taskRunner(
   readable: Record<string, ReadableOf> = {},
   kept: KeptTasks = { tasks: new Set(), engine: new KeptEngine(0) },
   parseOnly: ReadonlySet<string> = new Set(),
-): (request: EngineRequest) => Promise<void> {
+): (message: EngineMessage) => Promise<void> {
   let previous: Promise<void> = Promise.resolve();
+  const running: Running = {};
   let spare: Promise<BareEngine | undefined> | undefined = madeAhead();
   // The instance made ahead, taken by the task that needs an instance (a failed one: a new one).
   const takeSpare = async () => {
@@ -54,9 +62,13 @@ export function taskRunner(
     spare = undefined;
     return made ?? (await bareEngine());
   };
-  return (request) => {
+  return (message) => {
+    if ("cancel" in message) {
+      if (running.id === message.cancel) running.connection?.interrupt();
+      return Promise.resolve();
+    }
     previous = previous.then(async () => {
-      await answerThenClose({ tasks, readable, kept, parseOnly }, request, send, takeSpare);
+      await answerThenClose({ tasks, readable, kept, parseOnly, running }, message, send, takeSpare);
       spare ??= madeAhead();
     });
     return previous;
@@ -69,7 +81,7 @@ function madeAhead(): Promise<BareEngine | undefined> {
 }
 
 async function answerThenClose(
-  { tasks, readable, kept, parseOnly }: Runner,
+  { tasks, readable, kept, parseOnly, running }: Runner,
   { id, task, input, scope }: EngineRequest,
   send: (reply: EngineReply) => Promise<void>,
   takeSpare: () => Promise<BareEngine>,
@@ -95,6 +107,8 @@ async function answerThenClose(
         const engine = await openTaskEngine(scope, files, await takeSpare());
         ({ connection, close } = engine);
       }
+      running.id = id;
+      running.connection = connection;
       value = await runInTime(connection, scope, (on) => tasks[task]!(on, input));
     }
     reply = { id, ok: true, value };
@@ -112,6 +126,7 @@ async function answerThenClose(
       };
     }
   }
+  running.id = running.connection = undefined;
   try {
     await send(reply);
   } finally {

@@ -1,5 +1,5 @@
 import { withTaskDirectoryPath } from "../engine/engine";
-import { EngineProcessEnded } from "../engine/engine-pool";
+import { EngineProcessEnded, type QueryCaller } from "../engine/engine-pool";
 import { runQueryTask } from "../engine/query-pool";
 import type { EngineTaskInput, EngineTaskName, EngineTaskOutput } from "../engine/engine-tasks";
 import type { QueryFile } from "../engine/query-tasks";
@@ -14,24 +14,26 @@ export function queryTimeLimitMs(): number {
   return seconds * 1000;
 }
 
+export type { QueryCaller } from "../engine/engine-pool";
+
 /**
- * Runs a query task in the query pool for `buyerId`, able to read `files` only, in a private
+ * Runs a query task in the query pool for `caller` (its account, its door, its request's lifetime), able to read `files` only, in a private
  * directory of its own (its spill), made only if it needs one, removed afterwards. An engine process killed under it (past the
  * time limit and the grace, over the memory cap) is the buyer's 422; one that crashed, a 400 naming it.
  */
 export function runBuyerQuery<Name extends EngineTaskName>(
-  buyerId: string,
+  caller: QueryCaller,
   task: Name,
   input: EngineTaskInput<Name>,
   files: QueryFile[],
 ): Promise<EngineTaskOutput<Name>> {
-  return withTaskDirectoryPath((directory) => runBuyerQueryIn(directory, buyerId, task, input, files));
+  return withTaskDirectoryPath((directory) => runBuyerQueryIn(directory, caller, task, input, files));
 }
 
 /** runBuyerQuery in `directory`, the one place the task may write (a file it makes is read there after). */
 export async function runBuyerQueryIn<Name extends EngineTaskName>(
   directory: string,
-  buyerId: string,
+  caller: QueryCaller,
   task: Name,
   input: EngineTaskInput<Name>,
   files: QueryFile[],
@@ -41,7 +43,7 @@ export async function runBuyerQueryIn<Name extends EngineTaskName>(
       task,
       input,
       { directory, readable: files.map((file) => file.path), timeLimitMs: queryTimeLimitMs() },
-      buyerId,
+      caller,
     );
   } catch (error) {
     if (!(error instanceof EngineProcessEnded)) throw error;

@@ -61,7 +61,7 @@ async function requestedSubset(request: SubsetRequest): Promise<SubsetFile> {
     ...rowsOrder(table),
   };
   // What rows would refuse is refused now, not after a job: the filter checked and bound, no row read.
-  await runBuyerQuery(request.buyerId, "subsetCheck", input, input.files);
+  await runBuyerQuery({ account: request.buyerId, door: "subset" }, "subsetCheck", input, input.files);
   const made = await jobTransaction(async (tx) => {
     // Identical requests at once queue one job: the second waits here, then finds the first's row.
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${requestKey}, 0))`;

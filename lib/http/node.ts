@@ -23,8 +23,27 @@ export type WebHandler<Incoming extends RouteRequest = RouteRequest> = (
   },
 ) => Promise<Response>;
 
-/** What a route with a short answer reads of its request, as a web Request has it. */
-export type RouteRequest = Pick<Request, "url" | "method" | "headers">;
+/** What a route with a short answer reads of its request, as a web Request has it, and its lifetime on Node. */
+export type RouteRequest = Pick<Request, "url" | "method" | "headers"> & { readonly lifetime?: RequestLifetime };
+
+/**
+ * A request's life on Node's server: `signal` aborts when its client leaves before the answer is
+ * complete; `answered` resolves when the response is over (written out, or its client gone). A
+ * query holds its account's running place until then (lib/engine/engine-pool.ts).
+ */
+export type RequestLifetime = { signal: AbortSignal; answered: Promise<void> };
+
+/** The lifetime of the request `res` answers. */
+export function requestLifetime(res: ServerResponse): RequestLifetime {
+  const client = new AbortController();
+  const answered = new Promise<void>((resolve) => {
+    res.once("close", () => {
+      if (!res.writableFinished) client.abort();
+      resolve();
+    });
+  });
+  return { signal: client.signal, answered };
+}
 
 export type NodeRoute = (req: IncomingMessage, res: ServerResponse, params?: Record<string, string>) => Promise<void>;
 
@@ -36,7 +55,7 @@ export type NodeRoute = (req: IncomingMessage, res: ServerResponse, params?: Rec
  * Request cost a twentieth of the CPU per request (bench/api-accounts.ts, profiled).
  */
 export function readOnlyNodeRoute(handle: WebHandler): NodeRoute {
-  return nodeRoute(handle, (req) => new NodeRequestView(req), false);
+  return nodeRoute(handle, (req, res) => new NodeRequestView(req, res), false);
 }
 
 /**
@@ -60,11 +79,18 @@ function nodeRoute<Incoming extends RouteRequest>(
   };
 }
 
-/** Node's request as a RouteRequest: URL and Headers made on first read. */
+/** Node's request as a RouteRequest: URL, Headers and lifetime made on first read. */
 class NodeRequestView implements RouteRequest {
   #url?: string;
   #headers?: Headers;
-  constructor(private readonly incoming: IncomingMessage) {}
+  #lifetime?: RequestLifetime;
+  constructor(
+    private readonly incoming: IncomingMessage,
+    private readonly response: ServerResponse,
+  ) {}
+  get lifetime(): RequestLifetime {
+    return (this.#lifetime ??= requestLifetime(this.response));
+  }
   get method(): string {
     return this.incoming.method ?? "GET";
   }
@@ -78,11 +104,11 @@ class NodeRequestView implements RouteRequest {
 
 /** A web Request for a streamed answer: its signal tells the body's source that the client left. */
 function streamingRequest(req: IncomingMessage, res: ServerResponse): Request {
-  const client = new AbortController();
-  res.once("close", () => {
-    if (!res.writableFinished) client.abort();
+  return new Request(requestUrl(req), {
+    method: req.method,
+    headers: webHeaders(req),
+    signal: requestLifetime(res).signal,
   });
-  return new Request(requestUrl(req), { method: req.method, headers: webHeaders(req), signal: client.signal });
 }
 
 /** Node's request headers as web Headers. */

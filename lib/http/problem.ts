@@ -106,6 +106,18 @@ export const API_ERRORS = {
     meaning:
       "The query needed more than 10 seconds of engine time: narrow it (a filter, fewer columns, a smaller limit).",
   },
+  too_many_queries: {
+    status: 429,
+    title: "Too many queries",
+    meaning:
+      "The account already has as many queries running and waiting in the data engine as it may (1 running, 4 waiting; 2 subsets being made). Retry after Retry-After seconds; not counted toward the rate limit.",
+  },
+  answer_too_large: {
+    status: 422,
+    title: "Answer too large",
+    meaning:
+      "A single row of the answer is larger than an answer may be (8 MiB; 256 KiB for MCP tools): choose fewer or narrower columns (the detail names the widest).",
+  },
   not_found: { status: 404, title: "Not found", meaning: "No such API path." },
   method_not_allowed: {
     status: 405,
@@ -199,6 +211,10 @@ function describe(
   error: unknown,
   requestId: string,
 ): { code: string; status: number; title: string; detail: string; retryAfterSeconds?: number } {
+  if (error instanceof AppError && error.code === "query_cancelled") {
+    // Nginx's "client closed request": the client left, nobody reads this; it keeps the logs and metrics apart from failures.
+    return { code: error.code, status: 499, title: "Client closed request", detail: error.message };
+  }
   if (error instanceof AppError) {
     const known: ApiError | undefined = (API_ERRORS as Partial<Record<ErrorCode, ApiError>>)[error.code];
     if (known) return { code: error.code, status: known.status, title: known.title, detail: error.message };

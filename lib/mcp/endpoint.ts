@@ -3,7 +3,7 @@ import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/
 import { AppError, type ErrorCode } from "../errors";
 import { keyedRequest } from "../http/keyed-request";
 import { readBodyWithin } from "../http/request-body";
-import { sendResponse, webHeaders } from "../http/node";
+import { requestLifetime, sendResponse, webHeaders, type RequestLifetime } from "../http/node";
 import { API_ERRORS } from "../http/problem";
 import { unexpectedError } from "../http/unexpected-error";
 import { annotateRequest } from "../observability";
@@ -52,7 +52,7 @@ export async function serveMcp(req: IncomingMessage, res: ServerResponse): Promi
       permission: "datasets:read",
       surface: "The MCP server",
       renderError: mcpErrorResponse,
-      handle: ({ key }) => answer(req, { buyerId: key.buyerId, requestId }),
+      handle: ({ key }) => answer(req, { buyerId: key.buyerId, requestId, lifetime: requestLifetime(res) }),
     });
   }
   response.headers.set("X-Request-Id", requestId);
@@ -60,14 +60,17 @@ export async function serveMcp(req: IncomingMessage, res: ServerResponse): Promi
   await sendResponse(res, response);
 }
 
-async function answer(req: IncomingMessage, { buyerId, requestId }: { buyerId: string; requestId: string }) {
+async function answer(
+  req: IncomingMessage,
+  { buyerId, requestId, lifetime }: { buyerId: string; requestId: string; lifetime: RequestLifetime },
+) {
   const body = await jsonBody(req);
   if (body instanceof Response) return body;
   const refused = refusal(req, body);
   if (refused) return refused;
   const headers = webHeaders(req);
   const url = `http://localhost${MCP_PATH}`;
-  const server = mcpServerFor({ buyerId, requestId, origin: publicOrigin({ headers, url }) });
+  const server = mcpServerFor({ buyerId, requestId, lifetime, origin: publicOrigin({ headers, url }) });
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
     enableJsonResponse: true,

@@ -4,8 +4,16 @@ import { AppError } from "../errors";
 import { unexpectedError } from "../http/unexpected-error";
 import { isTypedId } from "../ids";
 
-/** Who a tool acts for: the key's buyer (every read is scoped by it) and the site's public origin, for links. */
-export type ToolContext = { buyerId: string; origin: string; requestId: string };
+/**
+ * Who a tool acts for: the key's buyer (every read is scoped by it) and the site's public origin, for
+ * links; the HTTP request's lifetime, so a query whose client left is cancelled (lib/http/node.ts).
+ */
+export type ToolContext = {
+  buyerId: string;
+  origin: string;
+  requestId: string;
+  lifetime?: { signal: AbortSignal; answered: Promise<unknown> };
+};
 
 /** What a tool answers: its structured content (checked against its output schema) and the text an agent reads. */
 export type ToolAnswer<Output> = { structured: Output; text: string };

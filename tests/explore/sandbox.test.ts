@@ -71,7 +71,6 @@ beforeAll(async () => {
       RATE_LIMIT_EXEMPT_BUYERS: account.id,
       DATASET_QUERY_SECONDS: "3",
       DATASET_QUERY_PROCESSES: "2",
-      DATASET_QUERY_PROCESSES_PER_ACCOUNT: "1",
     },
   });
   // v1: ids 1-60 in two parts; v2: ids 1-50, ids 1-5 repriced.
