@@ -27,9 +27,9 @@ import {
   versionSchema,
 } from "../schemas/api";
 import { rowsQuerySchema, rowsSchema, sqlQuerySchema, sqlSchema, subsetQuerySchema } from "../schemas/explore";
-import { readTableRows } from "../explore/rows";
+import { readTableRows, rowsPageJson } from "../explore/rows";
 import { subsetFile } from "../explore/subsets";
-import { runOrderSql } from "../explore/sql";
+import { runOrderSql, sqlAnswerJson } from "../explore/sql";
 import { exportPathSchema, exportRunPageSchema, exportRunSchema, listExportsQuerySchema } from "../schemas/exports";
 import { qualityReportSchema } from "../schemas/quality";
 import { configuredOrigin, publicOrigin, trustsProxy } from "../site";
@@ -66,6 +66,7 @@ const DOWNLOAD_ERRORS: ApiErrorCode[] = ["invalid_request", "order_not_found", "
 const ROWS_ERRORS: ApiErrorCode[] = [
   ...DOWNLOAD_ERRORS,
   ...(["table_not_found", "version_not_found", "invalid_filter", "unknown_column", "query_timeout"] as const),
+  "too_many_queries",
 ];
 
 export const API_ROUTES: readonly ApiRoute[] = [
@@ -243,8 +244,8 @@ export const API_ROUTES: readonly ApiRoute[] = [
     params: tablePathSchema,
     query: rowsQuerySchema,
     answer: { json: rowsSchema, description: "A page of rows." },
-    errors: [...ROWS_ERRORS, "rendition_pending"],
-    handler: async ({ key, params, query }) => {
+    errors: [...ROWS_ERRORS, "rendition_pending", "answer_too_large"],
+    handler: async ({ request, key, params, query }) => {
       const { version, columns, where, order_by, limit, offset } = query();
       const page = await readTableRows({
         buyerId: key.buyerId,
@@ -256,8 +257,9 @@ export const API_ROUTES: readonly ApiRoute[] = [
         orderBy: order_by,
         limit,
         offset,
+        via: { door: "rows", ...request.lifetime },
       });
-      return apiJson(JSON.stringify(page));
+      return apiJson(rowsPageJson(page));
     },
   }),
   route({
@@ -295,10 +297,21 @@ export const API_ROUTES: readonly ApiRoute[] = [
     params: orderPathSchema,
     query: sqlQuerySchema,
     answer: { json: sqlSchema, description: "The first rows of the result, at most limit." },
-    errors: [...DOWNLOAD_ERRORS, "version_not_found", "invalid_sql", "query_timeout", "rendition_pending"],
-    handler: async ({ key, params, query }) => {
+    errors: [
+      ...DOWNLOAD_ERRORS,
+      "version_not_found",
+      "invalid_sql",
+      "query_timeout",
+      "rendition_pending",
+      "too_many_queries",
+      "answer_too_large",
+    ],
+    handler: async ({ request, key, params, query }) => {
       const { q, limit } = query();
-      return apiJson(JSON.stringify(await runOrderSql({ buyerId: key.buyerId, orderId: params.id, sql: q, limit })));
+      const via = { door: "sql", ...request.lifetime } as const;
+      return apiJson(
+        sqlAnswerJson(await runOrderSql({ buyerId: key.buyerId, orderId: params.id, sql: q, limit, via })),
+      );
     },
   }),
   route({

@@ -251,9 +251,10 @@ describe("an instance kept between queries of the same files", () => {
       fileOrder: true,
       limit: 3,
       offset: 0,
+      bytes: 1024 * 1024,
     };
     child.send(request(1, "tableRows", [fileA], input));
-    expect(await replied).toMatchObject({ ok: true, value: { rows: [[0], [1], [2]] } });
+    expect(await replied).toMatchObject({ ok: true, value: { rowsJson: "[[0],[1],[2]]", cut: "rows" } });
     const keptOfChild = async () =>
       (await fs.readdir(root)).filter((name) => name.startsWith(keptDirectoryPrefix(child.pid!)));
     expect(await keptOfChild()).toHaveLength(1);

@@ -3,7 +3,7 @@ import { formulaSafeSql } from "../csv-formulas";
 import type { RenditionFormat } from "../data-formats";
 import { AppError, type ErrorCode } from "../errors";
 import { SPILL_LIMIT, sqlIdentifier, sqlString } from "./engine";
-import { previewRows, type Json } from "./preview-values";
+import { answerRows, type AnswerRows } from "./answer-rows";
 import { checkSelect } from "./sql-check";
 import { serializedSql } from "./sql-parser";
 import { renderFilter, WHERE_PARSE_PREFIX } from "./where-filter";
@@ -32,13 +32,19 @@ export type SubsetRowsInput = {
   /** Whether the parts' file order must follow `orderBy` to make the order total (no unique key in it). */
   fileOrder: boolean;
 };
-/** A page of them: with the key and file order after the sort, pages neither overlap nor skip. */
-export type RowsInput = SubsetRowsInput & { limit: number; offset: number };
-export type RowsOutput = { columns: QueryColumn[]; rows: Json[][]; more: boolean };
+/**
+ * A page of them: with the key and file order after the sort, pages neither overlap nor skip. At
+ * most `limit` rows and `bytes` of answer; `types`, per selected column, the type it is rendered as.
+ */
+export type RowsInput = SubsetRowsInput & {
+  limit: number;
+  offset: number;
+  bytes: number;
+  types?: (string | undefined)[];
+};
 
 /** A view the SQL reads: a version's parts, or (changes) each version's change file with its number. */
 export type SqlView = { name: string; files: QueryFile[]; changes?: { version: number; file: QueryFile }[] };
-export type SqlOutput = { columns: QueryColumn[]; rows: Json[][]; truncated: boolean };
 
 /**
  * DuckDB's virtual columns of a Parquet scan that make the file order: the part's place in the list
@@ -48,21 +54,12 @@ const FILE_ORDER_COLUMNS = ["file_index", "file_row_number"];
 
 export const QUERY_TASKS = {
   /** A page of a version's rows: the columns asked, the filter checked and rendered, a total order. */
-  async tableRows(connection: DuckDBConnection, input: RowsInput): Promise<RowsOutput> {
+  async tableRows(connection: DuckDBConnection, input: RowsInput): Promise<AnswerRows> {
     return explained(input.files, "invalid_filter", async () => {
-      const result = await connection.runAndReadAll(
+      const result = await connection.stream(
         `${await orderedRowsSql(connection, input)} LIMIT ${input.limit + 1} OFFSET ${input.offset}`,
       );
-      const columns = columnsOf(result);
-      const rows = result.getRowsJson() as Json[][];
-      return {
-        columns,
-        rows: previewRows(
-          rows.slice(0, input.limit),
-          columns.map(({ type }) => type),
-        ),
-        more: rows.length > input.limit,
-      };
+      return answerRows(result, input);
     });
   },
 
@@ -108,38 +105,27 @@ export const QUERY_TASKS = {
   },
 
   /**
-   * The query, checked again, over views of the order's tables; at most `limit` rows, streamed.
+   * The query, checked again, over views of the order's tables; at most `limit` rows and `bytes` of
+   * answer, streamed.
    * `views` may hold more than it reads (./sql.ts guesses them): only the named ones are made and
    * readable (QUERY_READABLE); a name the views lack is answered `unresolved`, nothing run.
    */
-  async orderSql(connection: DuckDBConnection, input: SqlInput): Promise<SqlOutput | Unresolved> {
+  async orderSql(connection: DuckDBConnection, input: SqlInput & { bytes: number }): Promise<AnswerRows | Unresolved> {
     const views = namedViews(await checkedTables(input.sql), input.views);
     if ("unresolved" in views) return views;
-    return explained(viewFiles(views), "invalid_sql", async () => {
-      const result = await connection.streamAndReadUntil(
-        await sqlOverViews(connection, input.sql, views),
-        input.limit + 1,
-      );
-      const columns = columnsOf(result);
-      const rows = (result.getRowsJson() as Json[][]).slice(0, input.limit + 1);
-      return {
-        columns,
-        rows: previewRows(
-          rows.slice(0, input.limit),
-          columns.map(({ type }) => type),
-        ),
-        truncated: rows.length > input.limit,
-      };
-    });
+    return explained(viewFiles(views), "invalid_sql", async () =>
+      answerRows(await connection.stream(await sqlOverViews(connection, input.sql, views)), input),
+    );
   },
 
   /**
-   * The query's first `limit` rows written by DuckDB as Parquet (zstd) into `target`, in the task's
-   * own directory: the Query page's result as a file, with the columns' own types. Views as orderSql's.
+   * The query's first rows written by DuckDB as Parquet (zstd) into `target`, in the task's own
+   * directory: the Query page's result as a file, with the columns' own types. As many rows as
+   * orderSql would answer (`limit`, `bytes` of JSON). Views as orderSql's.
    */
   async orderSqlParquet(
     connection: DuckDBConnection,
-    input: SqlInput & { target: string },
+    input: SqlInput & { bytes: number; target: string },
   ): Promise<{ truncated: boolean } | Unresolved> {
     const views = namedViews(await checkedTables(input.sql), input.views);
     if ("unresolved" in views) return views;
@@ -147,11 +133,11 @@ export const QUERY_TASKS = {
       const sql = await sqlOverViews(connection, input.sql, views);
       // One run of the query, kept in memory (at most limit + 1 rows) in the order it answered.
       await connection.run(`CREATE TEMP TABLE ${RESULT_TABLE} AS SELECT * FROM (${sql}) LIMIT ${input.limit + 1}`);
-      const counted = await connection.runAndReadAll(`SELECT count(*) FROM ${RESULT_TABLE}`);
+      const fitting = await answerRows(await connection.stream(`SELECT * FROM ${RESULT_TABLE}`), input);
       await connection.run(
-        `COPY (SELECT * FROM ${RESULT_TABLE} LIMIT ${input.limit}) TO ${sqlString(input.target)} (${SUBSET_COPY_OPTIONS.parquet})`,
+        `COPY (SELECT * FROM ${RESULT_TABLE} LIMIT ${fitting.rowCount}) TO ${sqlString(input.target)} (${SUBSET_COPY_OPTIONS.parquet})`,
       );
-      return { truncated: Number(counted.getRowsJson()[0]?.[0] ?? 0) > input.limit };
+      return { truncated: fitting.cut !== undefined };
     });
   },
 };

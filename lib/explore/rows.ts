@@ -1,8 +1,10 @@
-import type { QueryColumn } from "../engine/query-tasks";
-import { previewValue, type Json } from "../engine/preview-values";
+import type { AnswerColumn } from "../engine/answer-rows";
+import type { QueryVia } from "../engine/engine-pool";
 import type { Column } from "../engine/columns";
 import { unknownColumn } from "../engine/where-filter";
 import { AppError } from "../errors";
+import { countEngineQuery } from "../metrics";
+import { answerJson, queryAnswerMaxBytes } from "./answer-json";
 import { runBuyerQuery } from "./engine-run";
 import { readableParts } from "./files";
 import { withCachedCopies } from "./query-cache";
@@ -12,15 +14,24 @@ import { resolveTableRequest, rowsOrder, type RowsSort, type TableRequest } from
  * `GET /orders/{id}/tables/{name}/rows` (contract Part 7): a page of a version's rows, the columns
  * asked, filtered by a checked `where` (lib/engine/where-filter.ts), in a total order (the asked
  * sort, then the key, then where needed the parts' file order: ./table-request.ts rowsOrder), so
- * `offset` pages neither overlap nor skip.
+ * `offset` pages neither overlap nor skip. A page is at most `limit` rows and the answer budget's
+ * bytes (./answer-json.ts): past it the page ends early and `next_offset` continues it.
  */
 
 export type RowsRequest = TableRequest & {
   orderBy?: string;
   limit: number;
   offset: number;
+  via: QueryVia;
+  /** The answer's budget in bytes, if not the API's. */
+  bytes?: number;
 };
-export type RowsPage = { version: number; columns: QueryColumn[]; rows: Json[][]; next_offset: number | null };
+/** A page, its rows as the engine wrote them (JSON text). */
+export type RowsPage = { version: number; columns: AnswerColumn[]; rowsJson: string; next_offset: number | null };
+
+/** The page as the API answers it. */
+export const rowsPageJson = ({ version, columns, rowsJson, next_offset }: RowsPage): string =>
+  answerJson({ version, columns }, rowsJson, { next_offset });
 
 export function readTableRows(request: RowsRequest): Promise<RowsPage> {
   return withCachedCopies(() => pageOfRows(request));
@@ -30,33 +41,32 @@ async function pageOfRows(request: RowsRequest): Promise<RowsPage> {
   const { table, version, parts, names, select } = await resolveTableRequest(request);
   const order = rowsOrder(table, request.orderBy === undefined ? [] : parseOrderBy(request.orderBy, names));
   const files = await readableParts(table, version.version, parts);
+  // The version's own types: its Parquet parts store the few types Spark lacks widened (UBIGINT as
+  // DECIMAL(20,0), TIMESTAMP_NS as TIMESTAMP: lib/engine/spark-schema.ts); the table and its preview
+  // say UBIGINT, and so does the page, its values rendered as a preview renders that type.
+  const types = new Map((version.columns as Column[]).map((column) => [column.name, column.type]));
   const page = await runBuyerQuery(
-    request.buyerId,
+    { ...request.via, account: request.buyerId },
     "tableRows",
-    { files, columns: names, select, where: request.where, ...order, limit: request.limit, offset: request.offset },
+    {
+      files,
+      columns: names,
+      select,
+      where: request.where,
+      ...order,
+      limit: request.limit,
+      offset: request.offset,
+      bytes: request.bytes ?? queryAnswerMaxBytes(),
+      types: select.map((name) => types.get(name)),
+    },
     files,
   );
+  if (page.cut === "bytes") countEngineQuery(request.via.door, "truncated_bytes");
   return {
     version: version.version,
-    ...inVersionTypes(page, version.columns as Column[]),
-    next_offset: page.more ? request.offset + request.limit : null,
-  };
-}
-
-/**
- * The page in the version's own column types. Its Parquet parts store the few types Spark lacks
- * widened (UBIGINT as DECIMAL(20,0), TIMESTAMP_NS as TIMESTAMP: lib/engine/spark-schema.ts), and
- * the query reads them so; the table and its preview say UBIGINT, and so does the page, its values
- * rendered as a preview renders that type.
- */
-function inVersionTypes(page: { columns: QueryColumn[]; rows: Json[][] }, columns: Column[]) {
-  const types = new Map(columns.map((column) => [column.name, column.type]));
-  const wanted = page.columns.map((column) => types.get(column.name) ?? column.type);
-  const changed = wanted.map((type, i) => type !== page.columns[i]!.type);
-  if (!changed.includes(true)) return { columns: page.columns, rows: page.rows };
-  return {
-    columns: page.columns.map((column, i) => ({ ...column, type: wanted[i]! })),
-    rows: page.rows.map((row) => row.map((value, i) => (changed[i] ? previewValue(value, wanted[i]!) : value))),
+    columns: page.columns,
+    rowsJson: page.rowsJson,
+    next_offset: page.cut ? request.offset + page.rowCount : null,
   };
 }
 

@@ -1,12 +1,15 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { withTempDir } from "../engine/engine";
-import type { QueryColumn, QueryFile, SqlView, Unresolved } from "../engine/query-tasks";
-import type { Json } from "../engine/preview-values";
+import type { AnswerColumn } from "../engine/answer-rows";
+import type { QueryVia } from "../engine/engine-pool";
+import type { QueryFile, SqlView, Unresolved } from "../engine/query-tasks";
 import { parenthesisDepth, WHERE_MAX_DEPTH } from "../engine/where-filter";
 import { AppError } from "../errors";
+import { countEngineQuery } from "../metrics";
 import { SQL_MAX_LENGTH } from "../schemas/explore-limits";
 import { versionNotFound } from "../tables/queries";
+import { answerJson, queryAnswerMaxBytes } from "./answer-json";
 import { runBuyerQuery, runBuyerQueryIn } from "./engine-run";
 import { changeFiles, deliveredOrderTables, keptVersion, versionFiles, type OrderTable } from "./files";
 import { withCachedCopies } from "./query-cache";
@@ -16,20 +19,46 @@ import { withCachedCopies } from "./query-cache";
  * `name` (its current version), `"name@N"` (version N) and `"name@changes"` (every kept version's
  * change rows, with `_change_type` and `_commit_version`). The query is parsed and checked in the
  * engine (lib/engine/sql-check.ts), which says which views it reads; only their files are made
- * readable, and the query runs checked again over them, in one engine task where it can be.
+ * readable, and the query runs checked again over them, in one engine task where it can be. The
+ * answer is at most `limit` rows and the answer budget's bytes (./answer-json.ts); `truncated_reason`
+ * says which cut it.
  */
 
-export type SqlAnswer = { columns: QueryColumn[]; rows: Json[][]; truncated: boolean };
+/** An answer, its rows as the engine wrote them (JSON text). */
+export type SqlAnswer = {
+  columns: AnswerColumn[];
+  rowsJson: string;
+  rowCount: number;
+  truncated: boolean;
+  truncated_reason?: "rows" | "bytes";
+};
 
-type SqlRequest = { buyerId: string; orderId: string; sql: string; limit: number };
+type SqlRequest = {
+  buyerId: string;
+  orderId: string;
+  sql: string;
+  limit: number;
+  via: QueryVia;
+  /** The answer's budget in bytes, if not the API's. */
+  bytes?: number;
+};
 
-export function runOrderSql(input: SqlRequest): Promise<SqlAnswer> {
-  return withCachedCopies(() =>
+export async function runOrderSql(input: SqlRequest): Promise<SqlAnswer> {
+  const bytes = input.bytes ?? queryAnswerMaxBytes();
+  const { columns, rowsJson, rowCount, cut } = await withCachedCopies(() =>
     withViewsOf(input, (views, files) =>
-      runBuyerQuery(input.buyerId, "orderSql", { sql: input.sql, views, limit: input.limit }, files),
+      runBuyerQuery(callerOf(input), "orderSql", { sql: input.sql, views, limit: input.limit, bytes }, files),
     ),
   );
+  if (cut) countEngineQuery(input.via.door, cut === "rows" ? "truncated_rows" : "truncated_bytes");
+  return { columns, rowsJson, rowCount, truncated: cut !== undefined, ...(cut ? { truncated_reason: cut } : {}) };
 }
+
+/** The answer as the API gives it. */
+export const sqlAnswerJson = ({ columns, rowsJson, truncated, truncated_reason }: SqlAnswer): string =>
+  answerJson({ columns }, rowsJson, { truncated, ...(truncated_reason ? { truncated_reason } : {}) });
+
+const callerOf = (input: SqlRequest) => ({ ...input.via, account: input.buyerId });
 
 /**
  * The query's first `limit` rows as a Parquet file written by DuckDB in the engine (the Query page's
@@ -42,9 +71,9 @@ export function orderSqlParquet(input: SqlRequest): Promise<{ body: Buffer; trun
       const { truncated } = await withViewsOf(input, (views, files) =>
         runBuyerQueryIn(
           directory,
-          input.buyerId,
+          callerOf(input),
           "orderSqlParquet",
-          { sql: input.sql, views, limit: input.limit, target },
+          { sql: input.sql, views, limit: input.limit, bytes: input.bytes ?? queryAnswerMaxBytes(), target },
           files,
         ),
       );
@@ -110,7 +139,7 @@ async function currentViewsMentioned(tables: OrderTable[], sql: string): Promise
 
 /** The views the query reads, each a table of the order, by the engine's parse of it. */
 async function viewsOfQuery(input: SqlRequest, tables: OrderTable[]): Promise<SqlView[]> {
-  const { tables: named } = await runBuyerQuery(input.buyerId, "sqlTables", { sql: input.sql }, []);
+  const { tables: named } = await runBuyerQuery(callerOf(input), "sqlTables", { sql: input.sql }, []);
   // DuckDB's names ignore case: "Products" and products are one view.
   const distinct = [...new Map(named.map((name) => [name.toLowerCase(), name])).values()];
   return Promise.all(distinct.map((name) => viewOf(tables, name)));

@@ -1,5 +1,6 @@
 import type { Json } from "../engine/preview-values";
 import { AppError } from "../errors";
+import { parsedRows } from "../explore/answer-json";
 import { readTableRows } from "../explore/rows";
 import { describeOrderTables, orderSqlParquet, runOrderSql } from "../explore/sql";
 
@@ -15,7 +16,12 @@ export const BROWSER_ROWS_PAGE = 20;
 
 export type ResultColumn = { name: string; type: string };
 export type RowsPage = { version: number; columns: ResultColumn[]; rows: Json[][]; next_offset: number | null };
-export type SqlResult = { columns: ResultColumn[]; rows: Json[][]; truncated: boolean };
+export type SqlResult = {
+  columns: ResultColumn[];
+  rows: Json[][];
+  truncated: boolean;
+  truncated_reason?: "rows" | "bytes";
+};
 
 /** A refusal the page shows as it is: the message, and the code it came with. */
 export type Refusal = { ok: false; error: string; code?: string };
@@ -49,21 +55,28 @@ export function browserTableRows(
       where: filter.where?.trim() ? filter.where : undefined,
       limit: BROWSER_ROWS_PAGE,
       offset: filter.offset ?? 0,
+      via: { door: "rows" },
     });
-    return { ok: true, page: page as RowsPage };
+    const { rowsJson, ...rest } = page;
+    return { ok: true, page: { ...rest, rows: parsedRows({ rowsJson }) } };
   });
 }
 
-/** One SELECT over the order's tables, for the Query page (or its download, with the largest limit). */
+/**
+ * One SELECT over the order's tables, for the Query page (or its download, with the largest limit);
+ * `signal`, where the page's request has one, cancels it when the browser leaves.
+ */
 export function browserSql(
   target: { buyerId: string; orderId: string },
   sql: string,
   limit: number,
+  signal?: AbortSignal,
 ): Promise<QueryResult> {
-  return refusalOr(async () => ({
-    ok: true,
-    result: (await runOrderSql({ ...target, sql, limit })) as SqlResult,
-  }));
+  return refusalOr(async () => {
+    const answer = await runOrderSql({ ...target, sql, limit, via: { door: "query_page", signal } });
+    const { columns, truncated, truncated_reason } = answer;
+    return { ok: true, result: { columns, rows: parsedRows(answer), truncated, truncated_reason } };
+  });
 }
 
 /** The same query's first `limit` rows as Parquet, written by DuckDB in the engine, for the Query page's download. */
@@ -71,8 +84,12 @@ export function browserSqlParquet(
   target: { buyerId: string; orderId: string },
   sql: string,
   limit: number,
+  signal?: AbortSignal,
 ): Promise<ParquetResult> {
-  return refusalOr(async () => ({ ok: true, ...(await orderSqlParquet({ ...target, sql, limit })) }));
+  return refusalOr(async () => ({
+    ok: true,
+    ...(await orderSqlParquet({ ...target, sql, limit, via: { door: "query_page", signal } })),
+  }));
 }
 
 async function refusalOr<Result>(run: () => Promise<Result>): Promise<Result | Refusal> {

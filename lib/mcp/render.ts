@@ -6,13 +6,24 @@
 
 /** Rows a text table shows; the rest are counted. */
 export const TEXT_TABLE_ROWS = 20;
+/** Columns a text table shows (a wide result's text stays small: the answer's budget counts it). */
+export const TEXT_TABLE_COLUMNS = 12;
 const CELL_CHARACTERS = 40;
 
 export function textTable(header: string[], rows: unknown[][], shown = TEXT_TABLE_ROWS): string {
   if (rows.length === 0) return "(no rows)";
-  const line = (cells: unknown[]) => `| ${cells.map(cellText).join(" | ")} |`;
-  const lines = [line(header), `|${header.map(() => "---").join("|")}|`, ...rows.slice(0, shown).map(line)];
+  const columns = Math.min(header.length, TEXT_TABLE_COLUMNS);
+  const line = (cells: unknown[]) => `| ${cells.slice(0, columns).map(cellText).join(" | ")} |`;
+  const lines = [
+    line(header),
+    `|${header
+      .slice(0, columns)
+      .map(() => "---")
+      .join("|")}|`,
+    ...rows.slice(0, shown).map(line),
+  ];
   if (rows.length > shown) lines.push(`(${rows.length - shown} more rows in structuredContent)`);
+  if (header.length > columns) lines.push(`(${header.length - columns} more columns in structuredContent)`);
   return lines.join("\n");
 }
 

@@ -1,12 +1,21 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
 import { sqlIdentifier } from "../engine/engine";
-import { runOrderSql } from "../explore/sql";
+import { MCP_ANSWER_MAX_BYTES, parsedRows } from "../explore/answer-json";
+import { runOrderSql, type SqlAnswer } from "../explore/sql";
 import { tableSchema } from "../schemas/api";
 import { noticeSchema } from "../schemas/quality";
 import { describeTable } from "../tables/description";
 import { lines, textTable } from "./render";
-import { limitInput, orderIdInput, READ_ONLY, tableInput, toolResult, type ToolContext } from "./tool-kit";
+import {
+  limitInput,
+  orderIdInput,
+  READ_ONLY,
+  tableInput,
+  toolResult,
+  type ToolAnswer,
+  type ToolContext,
+} from "./tool-kit";
 
 /** The tools about a table's contents: describe_table, query, get_changes. */
 
@@ -23,6 +32,48 @@ const versionSummarySchema = z.object({
   quality_status: z.enum(["passed", "warned", "released"]),
 });
 const resultColumnSchema = z.object({ name: z.string(), type: z.string() });
+const truncatedReasonSchema = z
+  .enum(["rows", "bytes"])
+  .optional()
+  .describe("What cut the rows: `limit` (rows), or the answer's 256 KiB (bytes).");
+
+/** What an answer's text takes at most (a text table of 20 rows and 12 columns of 40 characters, and its lines). */
+const TEXT_RESERVE_BYTES = 16 * 1024;
+
+/**
+ * A query of a tool, its rows within the tool's answer budget less what the text beside them takes:
+ * the engine cuts them as they stream (lib/engine/answer-rows.ts).
+ */
+function toolQuery(context: ToolContext, orderId: string, sql: string, limit: number): Promise<SqlAnswer> {
+  return runOrderSql({
+    buyerId: context.buyerId,
+    orderId,
+    sql,
+    limit,
+    via: { door: "mcp", ...context.lifetime },
+    bytes: MCP_ANSWER_MAX_BYTES - TEXT_RESERVE_BYTES,
+  });
+}
+
+/**
+ * The tool's answer within MCP_ANSWER_MAX_BYTES, structured content and text together: rows left
+ * out from the end (truncated, by bytes) while it is over, the text made again each time.
+ */
+function withinToolBudget<Output extends { rows: unknown[][]; truncated: boolean; truncated_reason?: string }>(
+  structured: Output,
+  text: (answer: Output) => string,
+): ToolAnswer<Output> {
+  let answer = { structured, text: text(structured) };
+  while (
+    answer.structured.rows.length > 0 &&
+    Buffer.byteLength(JSON.stringify(answer.structured)) + Buffer.byteLength(answer.text) > MCP_ANSWER_MAX_BYTES
+  ) {
+    const rows = answer.structured.rows.slice(0, Math.floor(answer.structured.rows.length / 2));
+    const cut = { ...answer.structured, rows, truncated: true, truncated_reason: "bytes" };
+    answer = { structured: cut, text: text(cut) };
+  }
+  return answer;
+}
 
 export function registerTableTools(server: McpServer, context: ToolContext): void {
   server.registerTool(
@@ -90,7 +141,8 @@ export function registerTableTools(server: McpServer, context: ToolContext): voi
         "Runs one read-only SQL SELECT (DuckDB dialect) over an order's tables and answers at most `limit` rows. " +
         'Each table is a view by its name (current version); "name@3" is version 3 and "name@changes" every change ' +
         "row with _change_type and _commit_version. Call describe_table first for column names. Aggregate in SQL " +
-        "(COUNT, GROUP BY) rather than reading many rows; truncated says more rows exist. Queries are limited to 10 s.",
+        "(COUNT, GROUP BY) rather than reading many rows; truncated says more rows exist. Queries are limited to 10 s " +
+        "and answers to 256 KiB (wide rows are cut sooner: truncated_reason says why).",
       inputSchema: {
         order_id: orderIdInput,
         sql: z.string().min(1).max(SQL_MAX_CHARACTERS).describe("One SELECT or WITH ... SELECT statement."),
@@ -100,20 +152,28 @@ export function registerTableTools(server: McpServer, context: ToolContext): voi
         columns: z.array(resultColumnSchema),
         rows: z.array(z.array(z.unknown())),
         truncated: z.boolean(),
+        truncated_reason: truncatedReasonSchema,
       },
       annotations: { title: "Query with SQL", ...READ_ONLY },
     },
     ({ order_id, sql, limit }) =>
       toolResult(context, async () => {
-        const answer = await runOrderSql({ buyerId: context.buyerId, orderId: order_id, sql, limit });
-        const text = lines(
-          `${answer.rows.length} row(s)${answer.truncated ? ` (more exist: aggregate, filter or raise limit up to ${TOOL_ROW_LIMIT})` : ""}.`,
-          textTable(
-            answer.columns.map((column) => column.name),
-            answer.rows,
+        const { columns, truncated, truncated_reason, ...answer } = await toolQuery(context, order_id, sql, limit);
+        const structured = {
+          columns,
+          rows: parsedRows(answer),
+          truncated,
+          ...(truncated_reason && { truncated_reason }),
+        };
+        return withinToolBudget(structured, (shown) =>
+          lines(
+            `${shown.rows.length} row(s)${shown.truncated ? ` (more exist${shown.truncated_reason === "bytes" ? ", cut at 256 KiB: choose fewer columns" : ""}: aggregate, filter or raise limit up to ${TOOL_ROW_LIMIT})` : ""}.`,
+            textTable(
+              columns.map((column) => column.name),
+              shown.rows,
+            ),
           ),
         );
-        return { structured: answer, text };
       }),
   );
 
@@ -138,6 +198,7 @@ export function registerTableTools(server: McpServer, context: ToolContext): voi
         columns: z.array(resultColumnSchema),
         rows: z.array(z.array(z.unknown())),
         truncated: z.boolean().describe("More change rows exist than were answered."),
+        truncated_reason: truncatedReasonSchema,
       },
       annotations: { title: "Get a table's changes", ...READ_ONLY },
     },
@@ -149,49 +210,50 @@ export function registerTableTools(server: McpServer, context: ToolContext): voi
         });
         // The change view lists each version's change file in version order, each in its own order (an
         // update's pre-image just before its post-image): no ORDER BY, which would not keep that order.
-        const rows = await runOrderSql({
-          buyerId: context.buyerId,
-          orderId: order_id,
-          sql: `SELECT * FROM ${sqlIdentifier(`${table}@changes`)} WHERE _commit_version > ${since_version}`,
+        const rows = await toolQuery(
+          context,
+          order_id,
+          `SELECT * FROM ${sqlIdentifier(`${table}@changes`)} WHERE _commit_version > ${since_version}`,
           limit,
-        });
-        const { rows: answered, truncated } = rows;
+        );
         const versions = described.versions.map(({ version, created_at, rows: count, changes }) => ({
           version,
           created_at,
           rows: count,
           changes,
         }));
-        const text = lines(
-          `Table ${table}: version ${described.table.version ?? "none"} now; ${versions.length} version(s) after ${since_version}.`,
-          versions.length > 0 &&
-            textTable(
-              ["version", "created_at", "inserted", "updated", "deleted"],
-              versions.map((v) => [
-                v.version,
-                v.created_at,
-                v.changes?.inserted,
-                v.changes?.updated,
-                v.changes?.deleted,
-              ]),
-            ),
-          answered.length > 0 && `Change rows${truncated ? ` (first ${limit})` : ""}:`,
-          answered.length > 0 &&
-            textTable(
-              rows.columns.map((column) => column.name),
-              answered,
-            ),
-        );
-        return {
-          structured: {
+        const text = ({ rows: answered, truncated }: { rows: unknown[][]; truncated: boolean }) =>
+          lines(
+            `Table ${table}: version ${described.table.version ?? "none"} now; ${versions.length} version(s) after ${since_version}.`,
+            versions.length > 0 &&
+              textTable(
+                ["version", "created_at", "inserted", "updated", "deleted"],
+                versions.map((v) => [
+                  v.version,
+                  v.created_at,
+                  v.changes?.inserted,
+                  v.changes?.updated,
+                  v.changes?.deleted,
+                ]),
+              ),
+            answered.length > 0 && `Change rows${truncated ? ` (first ${limit})` : ""}:`,
+            answered.length > 0 &&
+              textTable(
+                rows.columns.map((column) => column.name),
+                answered,
+              ),
+          );
+        return withinToolBudget(
+          {
             current_version: described.table.version,
             versions,
             columns: rows.columns,
-            rows: answered,
-            truncated,
+            rows: parsedRows(rows),
+            truncated: rows.truncated,
+            ...(rows.truncated_reason && { truncated_reason: rows.truncated_reason }),
           },
           text,
-        };
+        );
       }),
   );
 }

@@ -87,11 +87,11 @@ export const rowsSchema = z
     version: z.number().int().meta({ example: 3 }),
     columns: z.array(resultColumnSchema),
     rows: rowValues,
-    next_offset: z
-      .number()
-      .int()
-      .nullable()
-      .meta({ description: "The next page's offset; null on the last page.", example: 100 }),
+    next_offset: z.number().int().nullable().meta({
+      description:
+        "The next page's offset; null on the last page. A page whose rows would pass the answer's 8 MiB ends early: next_offset continues it.",
+      example: 100,
+    }),
   })
   .meta({ id: "RowsPage" });
 
@@ -111,6 +111,12 @@ export const sqlSchema = z
   .object({
     columns: z.array(resultColumnSchema),
     rows: rowValues,
-    truncated: z.boolean().meta({ description: "More rows exist than `limit`.", example: false }),
+    truncated: z
+      .boolean()
+      .meta({ description: "More rows exist than were answered (`limit`, or the answer's 8 MiB).", example: false }),
+    truncated_reason: z
+      .enum(["rows", "bytes"])
+      .optional()
+      .meta({ description: "With truncated: what cut the rows, `limit` (rows) or the 8 MiB answer budget (bytes)." }),
   })
   .meta({ id: "SqlResult" });

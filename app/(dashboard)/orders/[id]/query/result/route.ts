@@ -12,7 +12,13 @@ const plain = (status: number, message: string) =>
   });
 
 /** The API's statuses of the refusals that are not the query's own fault (else 400). */
-const REFUSAL_STATUS: Record<string, number> = { order_not_found: 404, order_not_delivered: 409, query_timeout: 422 };
+const REFUSAL_STATUS: Record<string, number> = {
+  order_not_found: 404,
+  order_not_delivered: 409,
+  query_timeout: 422,
+  answer_too_large: 422,
+  too_many_queries: 429,
+};
 
 /**
  * The Query page's download: the signed-in buyer's query on their order, run again with the
@@ -36,11 +42,11 @@ export async function POST(request: Request, { params }: { params: Promise<{ id:
     );
   const target = { buyerId: buyer.id, orderId: id };
   if (format === "parquet") {
-    const written = await browserSqlParquet(target, sql, SQL_PAGE_LIMIT);
+    const written = await browserSqlParquet(target, sql, SQL_PAGE_LIMIT, request.signal);
     if (!written.ok) return plain(REFUSAL_STATUS[written.code ?? ""] ?? 400, written.error);
     return download(new Uint8Array(written.body), RENDITION_CONTENT_TYPES.parquet, format, written.truncated);
   }
-  const answer = await browserSql(target, sql, SQL_PAGE_LIMIT);
+  const answer = await browserSql(target, sql, SQL_PAGE_LIMIT, request.signal);
   if (!answer.ok) return plain(REFUSAL_STATUS[answer.code ?? ""] ?? 400, answer.error);
   const file = resultFile(answer.result, format);
   return download(file.body, file.contentType, format, answer.result.truncated);
