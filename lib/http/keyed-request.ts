@@ -14,7 +14,13 @@ import {
 } from "../keys/verify";
 import { annotateRequest } from "../observability";
 import { authFailures } from "../ratelimit/auth-failures";
-import { DATASETS_POLICY, enforceRatePolicy, socialPolicy, type RatePolicy } from "../ratelimit/policies";
+import {
+  DATASETS_POLICY,
+  enforceRatePolicy,
+  refundRatePolicy,
+  socialPolicy,
+  type RatePolicy,
+} from "../ratelimit/policies";
 import { socialAccessFor, type SocialAccessSettings } from "../social/access";
 import { clientIp } from "./client-ip";
 
@@ -50,7 +56,8 @@ export type KeyedRequest = {
  * (scrape:read keys), the account's rate limit and its headers, the request id header, usage
  * counted per key, and every error through the surface's renderer, unexpected ones included.
  * Requests refused before the rate limit (401, 403) count against no account. Dataset keys share
- * the account's 60/minute across both surfaces; social keys have the account's own rate.
+ * the account's 60/minute across both surfaces; social keys have the account's own rate. A query
+ * refused as too_many_queries (the account's place in the data engine is full) is not counted.
  */
 export async function keyedRequest(request: KeyedRequest): Promise<Response> {
   const { incoming, requestId } = request;
@@ -126,7 +133,15 @@ async function checkedRequest(
     policy = socialPolicy(social.ratePerMinute);
   }
   state.limitHeaders = await enforceRatePolicy(policy, key.buyerId);
-  return request.handle({ key, sql, social });
+  try {
+    return await request.handle({ key, sql, social });
+  } catch (error) {
+    if (error instanceof AppError && error.code === "too_many_queries") {
+      await refundRatePolicy(policy, key.buyerId);
+      state.limitHeaders = {};
+    }
+    throw error;
+  }
 }
 
 /**

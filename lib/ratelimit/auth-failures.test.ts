@@ -16,6 +16,7 @@ function countingLimiter(): RateLimiter & { checks: number } {
       counting.checks++;
       return limiter.check(identifier);
     },
+    refund: (identifier: string) => limiter.refund(identifier),
   };
   return counting;
 }
@@ -72,6 +73,7 @@ describe("the failed-authentication limit", () => {
     let now = Date.now();
     const limiter: RateLimiter = {
       check: async () => ({ allowed: false, limit, remaining: 0, resetAt: now + 30_000, retryAfterSeconds: 30 }),
+      refund: async () => {},
     };
     const guard = authFailureGuard(limiter, () => now);
     expect((await refusal(guard.authenticate("10.0.0.1", invalidKey))).code).toBe("rate_limited");

@@ -27,7 +27,11 @@ import type { RateLimitDecision } from "./decision";
 export { rateLimitHeaders } from "./headers";
 export type { RateLimitDecision } from "./decision";
 
-export type RateLimiter = { check(identifier: string): Promise<RateLimitDecision> };
+export type RateLimiter = {
+  check(identifier: string): Promise<RateLimitDecision>;
+  /** Gives back one counted request (a query refused as too_many_queries counts toward no limit). */
+  refund(identifier: string): Promise<void>;
+};
 
 export type RateLimitOptions = { prefix: string; limit: number; windowSeconds: number };
 
@@ -48,7 +52,9 @@ export function createRateLimiter(options: RateLimitOptions, { env = process.env
     () => new InProcessSlidingWindow(limit, windowSeconds * 1000),
   );
   const backend = remoteBackend(env);
-  if (!backend) return { check: async (identifier) => toDecision(local.check(identifier)) };
+  if (!backend) {
+    return { check: async (identifier) => toDecision(local.check(identifier)), refund: async (id) => local.refund(id) };
+  }
 
   const { label, connect } = backend;
   let remote: Ratelimit | undefined;
@@ -77,6 +83,13 @@ export function createRateLimiter(options: RateLimitOptions, { env = process.env
   }
 
   return {
+    async refund(identifier) {
+      // The store's own refund (a negative rate); the in-process count, if that is what counted it.
+      if (failing || !remote) return local.refund(identifier);
+      await withDeadline(remote.limit(identifier, { rate: -1 }), REMOTE_DEADLINE_MS).catch(() =>
+        local.refund(identifier),
+      );
+    },
     async check(identifier) {
       // While the store is failing, one check at a time probes it and the others answer at once from the fallback.
       if (!failing || !probing) {

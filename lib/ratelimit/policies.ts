@@ -68,6 +68,12 @@ export async function enforceRatePolicy(policy: RatePolicy, buyerId: string): Pr
   return headers;
 }
 
+/** Gives back the request just counted for `buyerId` under `policy` (a query refused as too_many_queries). */
+export async function refundRatePolicy(policy: RatePolicy, buyerId: string): Promise<void> {
+  if (policy.exempt?.(buyerId)) return;
+  await policy.limiter().refund(buyerId);
+}
+
 /** Accounts exempt from the dataset limit, not the social rate (benchmarks, internal tools): RATE_LIMIT_EXEMPT_BUYERS=id,id */
 function exemptBuyers(): ReadonlySet<string> {
   return processSingleton(

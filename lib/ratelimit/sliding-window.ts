@@ -102,6 +102,18 @@ export class InProcessSlidingWindow {
     };
   }
 
+  /**
+   * Gives back one request counted in this window (one the product chose not to count after all)
+   * and, as the library does, forgets a refusal: the next check counts again.
+   */
+  refund(identifier: string, now = Date.now()): void {
+    this.blocked.delete(identifier);
+    const window = Math.floor(now / this.windowMs);
+    const stored = this.counts.get(identifier);
+    if (stored === undefined || parityOf(stored) !== (window & 1) || currentOf(stored) === 0) return;
+    this.store(identifier, window, currentOf(stored) - 1, previousOf(stored));
+  }
+
   /** How many identifiers it holds (for tests and the memory benchmark). */
   get size(): number {
     let size = this.counts.size;

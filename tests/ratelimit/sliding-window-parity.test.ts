@@ -31,7 +31,8 @@ describe.skipIf(!redisUrl)("the in-process sliding window against @upstash/ratel
     admin.disconnect();
   });
 
-  type Step = { advanceMs: number; identifier: number };
+  /** `refund`: give back one request (a query refused as too_many_queries) instead of checking one. */
+  type Step = { advanceMs: number; identifier: number; refund?: boolean };
 
   /** `startMs`: where in a window the run starts. */
   async function replay(steps: Step[], limit: number, windowMs: number, run: string, startMs = 0) {
@@ -51,6 +52,11 @@ describe.skipIf(!redisUrl)("the in-process sliding window against @upstash/ratel
       now += step.advanceMs;
       vi.setSystemTime(now);
       const identifier = `buyer-${step.identifier}`;
+      if (step.refund) {
+        await library.limit(identifier, { rate: -1 });
+        ours.refund(identifier, now);
+        continue;
+      }
       const expected = await library.limit(identifier);
       const actual = ours.check(identifier, now);
       const pick = (result: typeof actual) => ({
@@ -80,6 +86,23 @@ describe.skipIf(!redisUrl)("the in-process sliding window against @upstash/ratel
       ...Array.from({ length: 65 }, (_, i) => ({ advanceMs: 250, identifier: i % 2 })),
     ];
     expect(await replay(steps, 60, 60_000, "contract", 12_345)).toEqual([]);
+  });
+
+  it("gives back a refunded request as the library's negative rate does, in this window only", async () => {
+    const steps: Step[] = [
+      ...Array.from({ length: 3 }, () => ({ advanceMs: 10, identifier: 1 })),
+      { advanceMs: 10, identifier: 1, refund: true },
+      { advanceMs: 10, identifier: 1 },
+      // At the limit, a refund lets one more in.
+      ...Array.from({ length: 3 }, () => ({ advanceMs: 10, identifier: 1 })),
+      { advanceMs: 10, identifier: 1, refund: true },
+      { advanceMs: 10, identifier: 1 },
+      // Into the next window: the previous one's count, refunds included, weighs in.
+      { advanceMs: 1_000, identifier: 1 },
+      { advanceMs: 10, identifier: 1, refund: true },
+      { advanceMs: 10, identifier: 1 },
+    ];
+    expect(await replay(steps, 5, 1_000, "refund", 100)).toEqual([]);
   });
 
   it("at the very instant of a reset, and just after it", async () => {
