@@ -32,6 +32,9 @@ export type ErrorCode =
   | "unknown_column"
   | "invalid_sql"
   | "query_timeout"
+  // Part 8: fair shares
+  | "too_many_queries"
+  | "subset_too_large"
   // Delta Sharing (lib/sharing): the protocol's own codes are made from these
   | "sharing_not_found"
   | "sharing_malformed_request"

@@ -14,6 +14,8 @@ type Metrics = {
   poolConnections: Gauge<"state">;
   exportRunAttempts: Counter<"outcome">;
   tablePublications: Counter<"outcome">;
+  subsetsRefused: Counter;
+  subsetsEvicted: Counter;
 };
 
 type PoolStats = { total: number; idle: number; waiting: number };
@@ -35,6 +37,16 @@ function metrics(): Metrics {
         name: "table_publications_total",
         help: "Table publications this process finished, by outcome (ready, held, failed).",
         labelNames: ["outcome"],
+        registers: [registry],
+      }),
+      subsetsRefused: new Counter({
+        name: "table_subsets_refused_total",
+        help: "Subset requests refused with 429 too_many_queries: the account had its most subsets queued or being made.",
+        registers: [registry],
+      }),
+      subsetsEvicted: new Counter({
+        name: "table_subsets_evicted_total",
+        help: "Ready subsets removed (object and row) to fit a new one in its account's quota, least recently used first.",
         registers: [registry],
       }),
       requestDuration: new Histogram({
@@ -81,6 +93,14 @@ function metrics(): Metrics {
 
 export function countTablePublication(outcome: "ready" | "held" | "failed"): void {
   metrics().tablePublications.inc({ outcome });
+}
+
+export function countSubsetRefused(): void {
+  metrics().subsetsRefused.inc();
+}
+
+export function countSubsetsEvicted(count: number): void {
+  metrics().subsetsEvicted.inc(count);
 }
 
 export function observeRequest(route: string, method: string, status: number, seconds: number): void {

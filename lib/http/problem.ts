@@ -106,6 +106,12 @@ export const API_ERRORS = {
     meaning:
       "The query needed more than 10 seconds of engine time: narrow it (a filter, fewer columns, a smaller limit).",
   },
+  subset_too_large: {
+    status: 422,
+    title: "Subset too large",
+    meaning:
+      "The subset alone is larger than the account's subset quota (the detail gives both): narrow it (a filter, fewer columns).",
+  },
   not_found: { status: 404, title: "Not found", meaning: "No such API path." },
   method_not_allowed: {
     status: 405,
@@ -136,6 +142,12 @@ export const API_ERRORS = {
     status: 429,
     title: "Too many requests",
     meaning: `More than ${DATASETS_RATE_LIMIT.limit} requests in ${DATASETS_RATE_LIMIT.windowSeconds} seconds across the account's dataset keys, or over the account's social rate; or more than ${AUTH_FAILURE_LIMIT.limit} failed authentications (401) in ${AUTH_FAILURE_LIMIT.windowSeconds} seconds from the client's address (an IPv6 /64), which is then refused whatever key it sends until the window frees capacity (at most ${AUTH_FAILURE_LIMIT.windowSeconds} seconds; RateLimit policy \`auth-failures\`). Wait Retry-After seconds.`,
+  },
+  too_many_queries: {
+    status: 429,
+    title: "Too many queries",
+    meaning:
+      "The account already has as many queries (or subsets being made) as it may at once (the detail says how many): ask again after Retry-After seconds.",
   },
   social_allowance_exhausted: {
     status: 429,
