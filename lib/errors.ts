@@ -37,6 +37,7 @@ export type ErrorCode =
   | "answer_too_large"
   /** A query whose client left (logs and metrics only: nobody reads the answer). */
   | "query_cancelled"
+  | "subset_too_large"
   // Delta Sharing (lib/sharing): the protocol's own codes are made from these
   | "sharing_not_found"
   | "sharing_malformed_request"

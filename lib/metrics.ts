@@ -16,6 +16,8 @@ type Metrics = {
   tablePublications: Counter<"outcome">;
   engineQueries: Counter<"door" | "outcome">;
   engineQueriesNow: Gauge<"state">;
+  subsetsRefused: Counter;
+  subsetsEvicted: Counter;
 };
 
 type PoolStats = { total: number; idle: number; waiting: number };
@@ -59,6 +61,16 @@ function metrics(): Metrics {
           this.set({ state: "running" }, stats.running);
           this.set({ state: "waiting" }, stats.waiting);
         },
+      }),
+      subsetsRefused: new Counter({
+        name: "table_subsets_refused_total",
+        help: "Subset requests refused with 429 too_many_queries: the account had its most subsets queued or being made.",
+        registers: [registry],
+      }),
+      subsetsEvicted: new Counter({
+        name: "table_subsets_evicted_total",
+        help: "Ready subsets removed (object and row) to fit a new one in its account's quota, least recently used first.",
+        registers: [registry],
       }),
       requestDuration: new Histogram({
         name: "http_request_duration_seconds",
@@ -104,6 +116,14 @@ function metrics(): Metrics {
 
 export function countTablePublication(outcome: "ready" | "held" | "failed"): void {
   metrics().tablePublications.inc({ outcome });
+}
+
+export function countSubsetRefused(): void {
+  metrics().subsetsRefused.inc();
+}
+
+export function countSubsetsEvicted(count: number): void {
+  metrics().subsetsEvicted.inc(count);
 }
 
 export function observeRequest(route: string, method: string, status: number, seconds: number): void {

@@ -271,14 +271,16 @@ export const API_ROUTES: readonly ApiRoute[] = [
       "Every row of the version that matches `where`, the columns asked, in the rows' order (the key, then where " +
       "needed the file order), as Parquet (default), CSV or JSON Lines. Made by a job: 202 `rendition_pending` with Retry-After while " +
       "it is made, then 302 to a signed URL, with the rules of a file download. The same request within 24 hours " +
-      "reuses the file. Checked as rows are; a subset that could not be made answers its error once (then ask again).",
+      "reuses the file. Checked as rows are; a subset that could not be made answers its error once (then ask again). " +
+      "An account has at most 2 subsets being made (a third: 429 `too_many_queries`); its kept subsets are at most " +
+      "its quota, the least recently used removed first (one larger alone: 422 `subset_too_large`).",
     params: tablePathSchema,
     query: subsetQuerySchema,
     answer: {
       redirect: "Redirect to the signed download URL of the subset (Location header).",
       pending: "The subset is being made (code `rendition_pending`): ask again after Retry-After seconds.",
     },
-    errors: ROWS_ERRORS,
+    errors: [...ROWS_ERRORS, "too_many_queries", "subset_too_large"],
     handler: async ({ request, key, params, query }) =>
       redirectToDownload(
         request,

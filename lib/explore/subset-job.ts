@@ -1,4 +1,4 @@
-import { createReadStream } from "node:fs";
+import { createReadStream, promises as fs } from "node:fs";
 import path from "node:path";
 import { now } from "../clock";
 import { sqlQuery } from "../db/client";
@@ -15,6 +15,7 @@ import { versionNotFound } from "../tables/queries";
 import type { QueryFile } from "../engine/query-tasks";
 import { versionFiles, type OrderTable } from "./files";
 import { withCachedCopies } from "./query-cache";
+import { storeWithinQuota } from "./subset-quota";
 import { rowsOrder } from "./table-request";
 
 /**
@@ -25,6 +26,13 @@ import { rowsOrder } from "./table-request";
  * memory, a value DuckDB refused) fails the subset with the error the buyer is then answered with;
  * a store or database away throws, and the job is tried again. The sweep removes subsets past their
  * time, object then row, and fails those whose job was lost.
+ *
+ * Turns across accounts (contract Part 8): a job does not make the subset it was sent for but takes
+ * one: among the pending subsets no worker holds, the oldest of the account whose last subset was
+ * taken longest ago (an account never served first). Every subset asked for sends one job, so there
+ * are as many jobs as subsets to make, and the queue stays one FIFO of interchangeable jobs: pg-boss
+ * keeps its retries and expiry, no queue per account is made, and an account's 2 pending subsets
+ * (./subsets.ts) wait behind every other account's next one. A job that throws gives its subset back.
  */
 
 /** Engine time a subset may use (`DATASET_SUBSET_SECONDS`, default 600): a background job, but bounded. */
@@ -38,9 +46,12 @@ export function subsetTimeLimitMs(): number {
 
 /** A subset still pending this long after it was asked for lost its job (the job's expiry and retries are within it). */
 const LOST_AFTER_MS = 4 * 3600_000;
+/** A subset taken this long ago lost its worker (the table-subset job's expiry in lib/queue): another job may take it. */
+const TAKEN_FOR_MS = 3600_000;
 
 type Subset = {
   id: string;
+  buyerId: string;
   orderId: string;
   orderStatus: OrderStatus;
   table: OrderTable;
@@ -53,14 +64,51 @@ type Subset = {
   status: string;
 };
 
-export async function handleSubsetJob(data: Record<string, unknown>): Promise<void> {
-  if (typeof data.subsetId === "string") await makeSubset(data.subsetId);
+/** One job: the next subset in turn across accounts (whichever subset the job was sent for). */
+export async function handleSubsetJob(): Promise<void> {
+  const subsetId = await takeNextSubset();
+  if (!subsetId) return;
+  try {
+    await makeSubset(subsetId);
+  } catch (error) {
+    // For the job's retry, or any other job, to take it again.
+    await sqlQuery(`UPDATE table_subsets SET started_at = NULL WHERE id = $1 AND status = 'pending'`, [subsetId]);
+    throw error;
+  }
+}
+
+/**
+ * Takes the next subset to make, or none. Two workers may choose the same one: the update takes it
+ * only if still free (read again under its row lock), and the loser chooses again (a few times:
+ * nothing taken also means nothing is waiting).
+ */
+async function takeNextSubset(at: Date = now()): Promise<string | undefined> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const [taken] = await sqlQuery<{ id: string }>(
+      `WITH waiting AS (
+         SELECT s.id, s.created_at, o.buyer_id FROM table_subsets s JOIN orders o ON o.id = s.order_id
+         WHERE s.status = 'pending' AND (s.started_at IS NULL OR s.started_at <= $1)
+       ), served AS (
+         SELECT o.buyer_id, max(s.started_at) AS served_at FROM table_subsets s JOIN orders o ON o.id = s.order_id
+         WHERE o.buyer_id IN (SELECT buyer_id FROM waiting) GROUP BY o.buyer_id
+       ), next AS (
+         SELECT w.id FROM waiting w JOIN served USING (buyer_id)
+         ORDER BY served.served_at NULLS FIRST, w.created_at, w.id LIMIT 1
+       )
+       UPDATE table_subsets SET started_at = $2 WHERE id = (SELECT id FROM next)
+         AND status = 'pending' AND (started_at IS NULL OR started_at <= $1)
+       RETURNING id`,
+      [new Date(at.getTime() - TAKEN_FOR_MS), at],
+    );
+    if (taken) return taken.id;
+  }
+  return undefined;
 }
 
 /** Makes one pending subset: ready with its stored object, or failed with the buyer's error. */
-export async function makeSubset(subsetId: string): Promise<"ready" | "failed" | "skipped"> {
+async function makeSubset(subsetId: string): Promise<"ready" | "failed" | "skipped"> {
   const [subset] = await sqlQuery<Subset>(
-    `SELECT s.id, s.order_id AS "orderId", o.status AS "orderStatus", s.version, s.columns, s."where", s.format, s.status,
+    `SELECT s.id, o.buyer_id AS "buyerId", s.order_id AS "orderId", o.status AS "orderStatus", s.version, s.columns, s."where", s.format, s.status,
        json_build_object('id', t.id, 'name', t.name, 'mode', t.mode, 'key', t.key, 'currentVersion', t.current_version) AS "table",
        v.version IS NOT NULL AS kept,
        coalesce((SELECT json_agg(c->>'name') FROM jsonb_array_elements(v.columns) c), '[]') AS "versionColumns"
@@ -70,11 +118,10 @@ export async function makeSubset(subsetId: string): Promise<"ready" | "failed" |
     [subsetId],
   );
   if (!subset || subset.status !== "pending") return "skipped";
-  let stored;
   try {
     if (subset.orderStatus !== "delivered") throw notDelivered(subset.orderId, subset.orderStatus);
     if (!subset.kept) throw versionNotFound(subset.table.name, subset.version);
-    stored = await writeSubset(subset);
+    return await writeSubset(subset);
   } catch (error) {
     const failure = failureOf(error);
     if (!failure) throw error;
@@ -85,14 +132,6 @@ export async function makeSubset(subsetId: string): Promise<"ready" | "failed" |
     );
     return "failed";
   }
-  const updated = await sqlQuery(
-    `UPDATE table_subsets SET status = 'ready', storage_key = $2, size = $3, sha256 = $4, rows = $5
-     WHERE id = $1 AND status = 'pending' RETURNING id`,
-    [subsetId, stored.key, stored.size, stored.sha256, stored.rows],
-  );
-  // Swept or made by another run meanwhile: this copy has no row to serve it.
-  if (updated.length === 0) await removeObject(stored.key, subsetId);
-  return updated.length ? "ready" : "skipped";
 }
 
 /** On S3 the parts are read from the query cache's local copies, pinned while the engine reads them. */
@@ -118,10 +157,20 @@ async function writeSubsetOf(subset: Subset, files: QueryFile[]) {
       readable,
       timeLimitMs: subsetTimeLimitMs(),
     });
-    const stored = await fileStorage().put(createReadStream(target), subset.orderId, {
-      contentType: RENDITION_CONTENT_TYPES[subset.format],
+    const { size } = await fs.stat(target);
+    return storeWithinQuota({ id: subset.id, buyerId: subset.buyerId, size }, removeSubset, async () => {
+      const stored = await fileStorage().put(createReadStream(target), subset.orderId, {
+        contentType: RENDITION_CONTENT_TYPES[subset.format],
+      });
+      const updated = await sqlQuery(
+        `UPDATE table_subsets SET status = 'ready', storage_key = $2, size = $3, sha256 = $4, rows = $5, last_used_at = $6
+         WHERE id = $1 AND status = 'pending' RETURNING id`,
+        [subset.id, stored.key, stored.size, stored.sha256, rows, now()],
+      );
+      // Swept or made by another run meanwhile: this copy has no row to serve it.
+      if (updated.length === 0) await removeObject(stored.key, subset.id);
+      return updated.length ? "ready" : "skipped";
     });
-    return { ...stored, rows };
   });
 }
 
@@ -153,11 +202,7 @@ export async function sweepSubsets(at: Date = now()): Promise<{ removed: number;
     [at],
   );
   let removed = 0;
-  for (const subset of expired) {
-    if (subset.storageKey && !(await removeObject(subset.storageKey, subset.id))) continue;
-    await sqlQuery(`DELETE FROM table_subsets WHERE id = $1`, [subset.id]);
-    removed++;
-  }
+  for (const subset of expired) if (await removeSubset(subset)) removed++;
   const lost = await sqlQuery(
     `UPDATE table_subsets SET status = 'failed', error_code = 'query_timeout',
        error = 'The subset could not be made in time (its job was lost): ask again to make it anew.'
@@ -165,6 +210,13 @@ export async function sweepSubsets(at: Date = now()): Promise<{ removed: number;
     [new Date(at.getTime() - LOST_AFTER_MS)],
   );
   return { removed, lost: lost.length };
+}
+
+/** Removes a subset, object then row; false when the store could not (the row stays for the next sweep). */
+async function removeSubset(subset: { id: string; storageKey: string | null }): Promise<boolean> {
+  if (subset.storageKey && !(await removeObject(subset.storageKey, subset.id))) return false;
+  await sqlQuery(`DELETE FROM table_subsets WHERE id = $1`, [subset.id]);
+  return true;
 }
 
 /** Removes a subset's stored object; false (logged) when the store could not, so the row stays for the next sweep. */

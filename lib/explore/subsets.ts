@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto";
 import { now } from "../clock";
-import { sqlQuery } from "../db/client";
+import { sqlQuery, type Prisma } from "../db/client";
 import { RENDITION_CONTENT_TYPES, subsetName, type RenditionFormat } from "../data-formats";
 import { AppError, type ErrorCode } from "../errors";
+import { countSubsetRefused } from "../metrics";
 import { jobTransaction, QUEUES, sendJob } from "../queue";
 import { runBuyerQuery } from "./engine-run";
 import { readableParts } from "./files";
@@ -16,12 +17,19 @@ import { resolveTableRequest, rowsOrder, type TableRequest } from "./table-reque
  * query pool before anything is queued); the same request (order, table, version, columns, where,
  * format) within that time finds the same file. A subset belongs to one order: another order's
  * identical request is another subset, and every answer first checks the buyer's order is delivered.
+ *
+ * Fair shares (contract Part 8): an account has at most SUBSETS_PER_ACCOUNT subsets pending (queued
+ * or being made), counted from the subset rows in the database, so the bound holds across server
+ * instances; a new one past it is 429 too_many_queries. The worker takes them in turn across
+ * accounts (./subset-job.ts) and the kept files of an account fit its quota (./subset-quota.ts).
  */
 
 /** How long a subset is kept and reused after it was asked for. */
 export const SUBSET_KEEP_HOURS = 24;
 /** A client asked for a subset being made: ask again after this long. */
 export const SUBSET_RETRY_AFTER_SECONDS = 5;
+/** Subsets an account may have queued or being made at once. */
+export const SUBSETS_PER_ACCOUNT = 2;
 
 export type SubsetRequest = TableRequest & {
   format: RenditionFormat;
@@ -53,6 +61,8 @@ async function requestedSubset(request: SubsetRequest): Promise<SubsetFile> {
 
   const found = await liveSubset(request.orderId, requestKey);
   if (found) return answer(found, name, request.format);
+  // Refused before the check below spends engine time; counted again under the account's lock.
+  refuseOverShare((await sqlQuery<{ pending: number }>(PENDING_SUBSETS, [request.buyerId]))[0]?.pending ?? 0);
   const input = {
     files: await readableParts(table, version.version, parts),
     columns: names,
@@ -63,10 +73,12 @@ async function requestedSubset(request: SubsetRequest): Promise<SubsetFile> {
   // What rows would refuse is refused now, not after a job: the filter checked and bound, no row read.
   await runBuyerQuery({ account: request.buyerId, door: "subset" }, "subsetCheck", input, input.files);
   const made = await jobTransaction(async (tx) => {
-    // Identical requests at once queue one job: the second waits here, then finds the first's row.
-    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${requestKey}, 0))`;
+    // One account's requests one at a time (every instance): identical requests at once queue one job
+    // (the second waits here, then finds the first's row), and the count and the insert are one step.
+    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${`subsets:${request.buyerId}`}, 0))`;
     const [existing] = await tx.$queryRawUnsafe<SubsetRow[]>(LIVE_SUBSET, request.orderId, requestKey, now());
     if (existing) return existing;
+    await refuseOverShareIn(tx, request.buyerId);
     const created = await tx.tableSubset.create({
       data: {
         orderId: request.orderId,
@@ -90,6 +102,26 @@ const LIVE_SUBSET = `SELECT id, status, storage_key AS "storageKey", error_code 
   FROM table_subsets WHERE order_id = $1 AND request_key = $2 AND expires_at > $3
   ORDER BY created_at DESC LIMIT 1`;
 
+/** The account's subsets queued or being made, over all its orders. */
+const PENDING_SUBSETS = `SELECT count(*)::int AS pending FROM table_subsets s JOIN orders o ON o.id = s.order_id
+  WHERE o.buyer_id = $1 AND s.status = 'pending'`;
+
+async function refuseOverShareIn(tx: Prisma.TransactionClient, buyerId: string): Promise<void> {
+  const [counted] = await tx.$queryRawUnsafe<{ pending: number }[]>(PENDING_SUBSETS, buyerId);
+  refuseOverShare(counted?.pending ?? 0);
+}
+
+function refuseOverShare(pending: number): void {
+  if (pending < SUBSETS_PER_ACCOUNT) return;
+  countSubsetRefused();
+  throw new AppError(
+    "too_many_queries",
+    `${pending} of your subsets are being made, the most an account may have at once (${SUBSETS_PER_ACCOUNT}): ` +
+      `ask again in ${SUBSET_RETRY_AFTER_SECONDS} seconds, or once one of them is ready.`,
+    { "Retry-After": String(SUBSET_RETRY_AFTER_SECONDS) },
+  );
+}
+
 function liveSubset(orderId: string, requestKey: string): Promise<SubsetRow | undefined> {
   return sqlQuery<SubsetRow>(LIVE_SUBSET, [orderId, requestKey, now()]).then((rows) => rows[0]);
 }
@@ -99,8 +131,11 @@ function liveSubset(orderId: string, requestKey: string): Promise<SubsetRow | un
  * the same request asked again makes it anew.
  */
 async function answer(subset: SubsetRow, name: string, format: RenditionFormat): Promise<SubsetFile> {
-  if (subset.status === "ready" && subset.storageKey)
+  if (subset.status === "ready" && subset.storageKey) {
+    // Its last use, which the account's quota removes the least recent of first.
+    await sqlQuery(`UPDATE table_subsets SET last_used_at = $2 WHERE id = $1`, [subset.id, now()]);
     return { id: subset.id, name, contentType: RENDITION_CONTENT_TYPES[format], storageKey: subset.storageKey };
+  }
   if (subset.status === "failed") {
     await sqlQuery(`DELETE FROM table_subsets WHERE id = $1 AND status = 'failed'`, [subset.id]);
     throw new AppError((subset.errorCode ?? "query_timeout") as ErrorCode, subset.error ?? "The subset failed.");

@@ -118,6 +118,12 @@ export const API_ERRORS = {
     meaning:
       "A single row of the answer is larger than an answer may be (8 MiB; 256 KiB for MCP tools): choose fewer or narrower columns (the detail names the widest).",
   },
+  subset_too_large: {
+    status: 422,
+    title: "Subset too large",
+    meaning:
+      "The subset alone is larger than the account's subset quota (the detail gives both): narrow it (a filter, fewer columns).",
+  },
   not_found: { status: 404, title: "Not found", meaning: "No such API path." },
   method_not_allowed: {
     status: 405,

@@ -95,7 +95,12 @@ beforeAll(async () => {
   fixtures.limitedSocialKey = (await apiKey(limitedSocial.id, { permission: "scrape:read" })).secret;
 
   [server, downServer] = await Promise.all([
-    startServer({ databaseUrl: env.database.url, storageDir: env.storageDir, env: { REDIS_URL: "" } }),
+    // A subset quota of one byte: any subset is too large (subset_too_large).
+    startServer({
+      databaseUrl: env.database.url,
+      storageDir: env.storageDir,
+      env: { REDIS_URL: "", SUBSET_QUOTA_BYTES: "1" },
+    }),
     startServer({
       databaseUrl: "postgresql://postgres@127.0.0.1:1/none",
       storageDir: env.storageDir,
@@ -270,6 +275,37 @@ const cases: Case[] = [
     },
   },
   {
+    name: "a third subset while two of the account's are being made",
+    code: "too_many_queries",
+    detail: /^2 of your subsets are being made/,
+    request: async () => {
+      // Two of its subsets taken by a worker (for the next hour): the account's 2.
+      const taken = await db().$queryRaw<{ id: string }[]>`
+        INSERT INTO table_subsets (order_id, table_id, version, columns, format, request_key, expires_at, started_at)
+        SELECT t.order_id, t.id, 1, ARRAY['delivered'], 'csv'::rendition_format, repeat('0', 63) || n, now() + interval '1 hour', now()
+        FROM order_tables t, generate_series(1, 2) n WHERE t.order_id = ${fixtures.delivered.id} AND t.name = 'delivered'
+        RETURNING id`;
+      expect(taken).toHaveLength(2);
+      try {
+        return await api(`/orders/${fixtures.delivered.id}/tables/delivered/subset`, fixtures.key);
+      } finally {
+        await db().tableSubset.deleteMany({ where: { id: { in: taken.map((row) => row.id) } } });
+      }
+    },
+  },
+  {
+    name: "a subset larger than the account's subset quota",
+    code: "subset_too_large",
+    detail: /^The subset is \d+ B, more than the 1 B of subsets an account keeps/,
+    request: async () => {
+      const url = `/orders/${fixtures.delivered.id}/tables/delivered/subset?format=csv`;
+      let answer = await api(url, fixtures.key);
+      // Made by the worker, then refused: answered once the job is done.
+      await waitFor(async () => (answer = await api(url, fixtures.key)).status !== 202, 120_000, "the subset job");
+      return answer;
+    },
+  },
+  {
     name: "SQL that is not one SELECT",
     code: "invalid_sql",
     detail: /only one read-only query/,
@@ -420,6 +456,7 @@ describe("every error code of the contract's table, over HTTP", () => {
       "social_unavailable",
       "service_unavailable",
       "rendition_pending",
+      "too_many_queries",
     ];
     if (waits.includes(code)) {
       expect(Number(response.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);

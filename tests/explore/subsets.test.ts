@@ -19,7 +19,9 @@ import { products, productsCsv, publicationDone, withoutQualityChecks } from "..
  * Subsets (contract Part 7) on the production server, its worker and engine: each format's file
  * read back, 202 then 302, the same request reusing one file, identical requests at once making one,
  * every refusal, the tenant boundary, a refunded order, a failed subset asked again, and the sweep
- * removing a subset past its 24 hours (a second server whose clock starts 25 hours on: CLOCK_START).
+ * removing a subset past its 24 hours (a second server whose clock starts 25 hours on: CLOCK_START);
+ * and the fair shares (contract Part 8): 2 pending subsets per account, the worker's turns across
+ * accounts, the kept files within an account's quota (a small SUBSET_QUOTA_BYTES).
  * Runs on local storage and, with STORAGE_DRIVER=s3, on the tests' S3 store.
  */
 
@@ -28,6 +30,11 @@ let server: TestServer;
 let workDir: string;
 let owner: { id: string; key: string; orderId: string; refundedId: string };
 let other: { id: string; key: string; orderId: string };
+/** Accounts of their own for the fair shares: a heavy one, a light one, one with a small quota. */
+let heavy: { id: string; key: string; orderId: string };
+let light: { id: string; key: string; orderId: string };
+let quota: { id: string; key: string; orderId: string };
+const METRICS_TOKEN = "metrics-token-for-the-subsets-test-0123";
 
 let published = 0;
 async function publish(orderId: string, table: string, csv: string, key: string[] = ["id"]) {
@@ -49,7 +56,8 @@ function serverEnv(extra: Record<string, string> = {}) {
     env: {
       REDIS_URL: "",
       DATASET_TEMP_DIR: path.join(workDir, "engine"),
-      RATE_LIMIT_EXEMPT_BUYERS: `${owner.id},${other.id}`,
+      RATE_LIMIT_EXEMPT_BUYERS: [owner, other, heavy, light, quota].map((account) => account.id).join(","),
+      METRICS_TOKEN,
       ...extra,
     },
   };
@@ -71,6 +79,17 @@ beforeAll(async () => {
     key: (await apiKey(otherAccount.id)).secret,
     orderId: (await order(otherAccount.id, { name: "Other prices" })).id,
   };
+  const account = async (label: string) => {
+    const created = await buyer(label);
+    return {
+      id: created.id,
+      key: (await apiKey(created.id)).secret,
+      orderId: (await order(created.id, { name: label })).id,
+    };
+  };
+  heavy = await account("subsets-heavy");
+  light = await account("subsets-light");
+  quota = await account("subsets-quota");
   server = await startServer(serverEnv());
   // products v1: ids 1-30; v2: ids 1-40 (the rows' key order is id). A text value that reads as a formula.
   await publish(owner.orderId, "products", productsCsv(products(1, 30)));
@@ -80,6 +99,7 @@ beforeAll(async () => {
   await publish(owner.orderId, "edge", "id,name,price\n1,one,1\n-9223372036854775808,min,2\n");
   await publish(owner.refundedId, "products", productsCsv(products(1, 3)));
   await publish(other.orderId, "products", productsCsv(products(501, 40)));
+  for (const { orderId } of [heavy, light, quota]) await publish(orderId, "products", productsCsv(products(1, 40)));
 }, 1_200_000);
 
 afterAll(async () => {
@@ -298,6 +318,122 @@ describe("a failed subset", { timeout: 180_000 }, () => {
     expect(failed!.status).toBe(400);
     expect(await failed!.json()).toMatchObject({ code: "invalid_filter", detail: expect.stringMatching(/Overflow/) });
     expect((await subset(owner.orderId, query, { table: "edge" })).status).toBe(202);
+  });
+});
+
+/** The subset rows of an order, with when the worker took each. */
+const takenRows = (orderId: string) =>
+  sqlQuery<{
+    id: string;
+    where: string | null;
+    startedAt: Date | null;
+    size: string | null;
+    storageKey: string | null;
+  }>(
+    `SELECT id, "where", started_at AS "startedAt", size::text AS size, storage_key AS "storageKey"
+     FROM table_subsets WHERE order_id = $1`,
+    [orderId],
+  );
+
+async function metric(name: string): Promise<number> {
+  const text = await (
+    await fetch(`${server.url}/api/metrics`, { headers: { Authorization: `Bearer ${METRICS_TOKEN}` } })
+  ).text();
+  return Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1] ?? 0);
+}
+
+describe("fair shares", { timeout: 300_000 }, () => {
+  /** The small quota the last two tests' server runs with: three of their subsets. */
+  let quotaBytes = 0;
+  afterAll(async () => {
+    await server.stop();
+    server = await startServer(serverEnv());
+  });
+
+  it("lets an account have 2 subsets pending, and the worker makes another account's before its second", async () => {
+    // Asked while no worker runs, so all wait: the worker then chooses among them.
+    await server.stop();
+    server = await startServer(serverEnv({ JOBS_WORKER: "off" }));
+    const heavyQueries = [1, 2, 3, 4].map((n) => ({ where: `id > ${n}`, format: "csv" }));
+    const answers = await Promise.all(heavyQueries.map((query) => subset(heavy.orderId, query, { key: heavy.key })));
+    // At once, across the check and the insert: exactly 2 queued, the rest refused.
+    expect(answers.map((answer) => answer.status).sort()).toEqual([202, 202, 429, 429]);
+    for (const refused of answers.filter((answer) => answer.status === 429)) {
+      expect(refused.headers.get("retry-after")).toBe("5");
+      expect(await refused.json()).toMatchObject({
+        code: "too_many_queries",
+        detail: expect.stringMatching(/^2 of your subsets are being made/),
+      });
+    }
+    expect(await metric("table_subsets_refused_total")).toBe(2);
+    const queued = heavyQueries.filter((_, at) => answers[at]!.status === 202);
+    // The same request again is not a new job: 202 as before; another new one is still refused.
+    expect((await subset(heavy.orderId, queued[0]!, { key: heavy.key })).status).toBe(202);
+    expect((await subset(heavy.orderId, { where: "id > 9" }, { key: heavy.key })).status).toBe(429);
+    expect(await takenRows(heavy.orderId)).toHaveLength(2);
+    const small = { where: "id = 1", columns: "id" };
+    expect((await subset(light.orderId, small, { key: light.key })).status).toBe(202);
+
+    await server.stop();
+    server = await startServer(serverEnv());
+    for (const query of queued) await ready(heavy.orderId, query, { key: heavy.key });
+    await ready(light.orderId, small, { key: light.key });
+    const started = (rows: { startedAt: Date | null }[]) => rows.map((row) => row.startedAt!.getTime()).sort();
+    const [heavyFirst, heavySecond] = started(await takenRows(heavy.orderId));
+    const [lightOne] = started(await takenRows(light.orderId));
+    // One FIFO would make the heavy account's two first.
+    expect(heavyFirst).toBeLessThan(lightOne!);
+    expect(lightOne).toBeLessThan(heavySecond!);
+    // Made, they are no longer counted: the account may ask for new ones.
+    expect((await subset(heavy.orderId, { where: "id > 9" }, { key: heavy.key })).status).toBe(202);
+  });
+
+  it("keeps an account's subsets within its quota, the least recently used removed first", async () => {
+    // Nine rows of two-digit ids each: CSV files of one size.
+    const nine = (from: number) => ({ columns: "id,name", format: "csv", where: `id BETWEEN ${from} AND ${from + 8}` });
+    const rowOf = async (query: { where: string }) =>
+      (await takenRows(quota.orderId)).find((row) => row.where === query.where);
+    const [first, second, third, fourth] = [11, 21, 31, 12].map(nine);
+    await ready(quota.orderId, first!, { key: quota.key });
+    const size = Number((await rowOf(first!))!.size);
+    expect(size).toBeGreaterThan(0);
+    quotaBytes = 3 * size;
+    await server.stop();
+    server = await startServer(serverEnv({ SUBSET_QUOTA_BYTES: String(quotaBytes) }));
+    await ready(quota.orderId, second!, { key: quota.key });
+    await ready(quota.orderId, third!, { key: quota.key });
+    // Used again: now the second is the least recently used.
+    expect((await ready(quota.orderId, first!, { key: quota.key })).first).toBe(302);
+    const secondRow = (await rowOf(second!))!;
+    expect((await ready(quota.orderId, fourth!, { key: quota.key })).first).toBe(202);
+    const kept = await takenRows(quota.orderId);
+    expect(kept.map((row) => row.where).sort()).toEqual([first, third, fourth].map((query) => query!.where).sort());
+    expect(kept.reduce((sum, row) => sum + Number(row.size), 0)).toBeLessThanOrEqual(quotaBytes);
+    expect(await objectExists(secondRow.storageKey!)).toBe(false);
+    expect(await metric("table_subsets_evicted_total")).toBe(1);
+    // A cache: asked again, it is made anew (the least recently used, the third, goes for it).
+    expect((await ready(quota.orderId, second!, { key: quota.key })).first).toBe(202);
+    expect(await rowOf(third!)).toBeUndefined();
+  });
+
+  it("answers 422 subset_too_large once for a subset larger than the quota, removing nothing for it", async () => {
+    const before = (await takenRows(quota.orderId)).map((row) => row.id).sort();
+    const whole = { columns: "id,name", format: "csv" };
+    expect((await subset(quota.orderId, whole, { key: quota.key })).status).toBe(202);
+    let refused: Response | undefined;
+    await waitFor(
+      async () => (refused = await subset(quota.orderId, whole, { key: quota.key })).status !== 202,
+      120_000,
+      "the subset to be refused",
+    );
+    expect(refused!.status).toBe(422);
+    const body = (await refused!.json()) as { code: string; detail: string };
+    expect(body.code).toBe("subset_too_large");
+    // Its size and the quota, as formatBytes writes them (under 1,000 bytes: "402 B").
+    expect(body.detail).toMatch(new RegExp(`^The subset is \\d+ B, more than the ${quotaBytes} B of subsets`));
+    expect((await takenRows(quota.orderId)).map((row) => row.id).sort()).toEqual(before);
+    // Said once: asked again, it is tried anew.
+    expect((await subset(quota.orderId, whole, { key: quota.key })).status).toBe(202);
   });
 });
 

@@ -201,7 +201,7 @@ export interface paths {
         };
         /**
          * Download a table's matching rows as a file
-         * @description Every row of the version that matches `where`, the columns asked, in the rows' order (the key, then where needed the file order), as Parquet (default), CSV or JSON Lines. Made by a job: 202 `rendition_pending` with Retry-After while it is made, then 302 to a signed URL, with the rules of a file download. The same request within 24 hours reuses the file. Checked as rows are; a subset that could not be made answers its error once (then ask again).
+         * @description Every row of the version that matches `where`, the columns asked, in the rows' order (the key, then where needed the file order), as Parquet (default), CSV or JSON Lines. Made by a job: 202 `rendition_pending` with Retry-After while it is made, then 302 to a signed URL, with the rules of a file download. The same request within 24 hours reuses the file. Checked as rows are; a subset that could not be made answers its error once (then ask again). An account has at most 2 subsets being made (a third: 429 `too_many_queries`); its kept subsets are at most its quota, the least recently used removed first (one larger alone: 422 `subset_too_large`).
          */
         get: operations["downloadTableSubset"];
         put?: never;
@@ -2192,7 +2192,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Error codes: `query_timeout`. */
+            /** @description Error codes: `query_timeout`, `subset_too_large`. */
             422: {
                 headers: {
                     /** @description The limit, e.g. `"datasets";q=60;w=60`. */
@@ -2207,7 +2207,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Error codes: `rate_limited`. */
+            /** @description Error codes: `too_many_queries`, `rate_limited`. */
             429: {
                 headers: {
                     /** @description The limit, e.g. `"datasets";q=60;w=60`. */
