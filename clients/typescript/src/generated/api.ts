@@ -624,7 +624,7 @@ export interface components {
             /** @description Rows as arrays in column order; values as in previews (dates ISO 8601, big integers and wide decimals as strings, text over 1,000 characters cut). */
             rows: unknown[][];
             /**
-             * @description The next page's offset; null on the last page.
+             * @description The next page's offset; null on the last page. A page whose rows would pass the answer's 8 MiB ends early: next_offset continues it.
              * @example 100
              */
             next_offset: number | null;
@@ -643,10 +643,15 @@ export interface components {
             /** @description Rows as arrays in column order; values as in previews (dates ISO 8601, big integers and wide decimals as strings, text over 1,000 characters cut). */
             rows: unknown[][];
             /**
-             * @description More rows exist than `limit`.
+             * @description More rows exist than were answered (`limit`, or the answer's 8 MiB).
              * @example false
              */
             truncated: boolean;
+            /**
+             * @description With truncated: what cut the rows, `limit` (rows) or the 8 MiB answer budget (bytes).
+             * @enum {string}
+             */
+            truncated_reason?: "rows" | "bytes";
         };
         ExportRunPage: {
             data: components["schemas"]["ExportRun"][];
@@ -2017,7 +2022,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Error codes: `query_timeout`. */
+            /** @description Error codes: `query_timeout`, `answer_too_large`. */
             422: {
                 headers: {
                     /** @description The limit, e.g. `"datasets";q=60;w=60`. */
@@ -2032,7 +2037,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Error codes: `rate_limited`. */
+            /** @description Error codes: `too_many_queries`, `rate_limited`. */
             429: {
                 headers: {
                     /** @description The limit, e.g. `"datasets";q=60;w=60`. */
@@ -2207,7 +2212,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Error codes: `too_many_queries`, `rate_limited`. */
+            /** @description Error codes: `too_many_queries`, `too_many_queries`, `rate_limited`. */
             429: {
                 headers: {
                     /** @description The limit, e.g. `"datasets";q=60;w=60`. */
@@ -2361,7 +2366,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Error codes: `query_timeout`. */
+            /** @description Error codes: `query_timeout`, `answer_too_large`. */
             422: {
                 headers: {
                     /** @description The limit, e.g. `"datasets";q=60;w=60`. */
@@ -2376,7 +2381,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Error codes: `rate_limited`. */
+            /** @description Error codes: `too_many_queries`, `rate_limited`. */
             429: {
                 headers: {
                     /** @description The limit, e.g. `"datasets";q=60;w=60`. */
