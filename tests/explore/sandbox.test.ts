@@ -232,6 +232,10 @@ describe("rows", () => {
     [{ limit: "1001" }, 400, "invalid_request", /limit must be from 1 to 1000/],
     [{ offset: "-1" }, 400, "invalid_request", /offset/],
     [{ version: "9" }, 404, "version_not_found", /no version 9/],
+    // The bounds the MCP tools share (contract Part 8): a version is 1 to 2^31-1.
+    [{ version: "2147483647" }, 404, "version_not_found", /no version 2147483647/],
+    [{ version: "2147483648" }, 400, "invalid_request", /version must be a whole number from 1 to 2147483647/],
+    [{ version: "0" }, 400, "invalid_request", /version must be a positive whole number/],
   ])("%j is refused", async (query, status, code, detail) => {
     await refused(await rows(query as Record<string, string>), status, code, detail);
   });
