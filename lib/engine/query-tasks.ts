@@ -4,6 +4,7 @@ import type { RenditionFormat } from "../data-formats";
 import { AppError, type ErrorCode } from "../errors";
 import { SPILL_LIMIT, sqlIdentifier, sqlString } from "./engine";
 import { answerRows, type AnswerRows } from "./answer-rows";
+import { checkedRendering } from "./plan-check";
 import { checkSelect } from "./sql-check";
 import { serializedSql } from "./sql-parser";
 import { renderFilter, WHERE_PARSE_PREFIX } from "./where-filter";
@@ -195,14 +196,20 @@ async function checkedTables(sql: string): Promise<string[]> {
 
 /**
  * The checked query with its views made, as what runs: DuckDB's rendering of its parse (no
- * comment, no second statement). The parse goes to the deserializer as the serializer's own JSON
- * text: through JavaScript's numbers, its 64-bit fields (locations, big literals) would not survive.
+ * comment, no second statement), once its bound plan reads only the views (./plan-check.ts).
  */
 async function sqlOverViews(connection: DuckDBConnection, sql: string, views: SqlView[]): Promise<string> {
   for (const view of views) await connection.run(`CREATE TEMP VIEW ${sqlIdentifier(view.name)} AS ${viewSql(view)}`);
-  const rendered = await connection.runAndReadAll("SELECT json_deserialize_sql($1::JSON)", [await serializedSql(sql)]);
-  return String(rendered.getRowsJson()[0]?.[0] ?? "");
+  return checkedRendering(connection, {
+    sql,
+    viewNames: views.map((view) => view.name),
+    readable: views.flatMap(viewReads),
+  });
 }
+
+/** The file lists a view's scans read, as viewSql makes them: its parts, or each change file alone. */
+const viewReads = (view: SqlView): string[][] =>
+  view.changes ? view.changes.map(({ file }) => [file.path]) : [view.files.map((file) => file.path)];
 
 const SUBSET_COPY_OPTIONS: Record<RenditionFormat, string> = {
   parquet: "FORMAT parquet, COMPRESSION zstd",

@@ -3,14 +3,16 @@ import { AppError } from "../errors";
 /**
  * The buyer's SQL (contract Part 7), checked on DuckDB's own parse (`json_serialize_sql`, which
  * serializes SELECT statements only and says "error" for anything else): exactly one SELECT (or
- * WITH ... SELECT); tables named only by the order's views (no schema, no catalog) or the query's
- * own CTEs; no table function but range/generate_series/unnest (files are read through the views
- * only); no function that reads the engine's settings or environment. The sandbox (./task-engine.ts
- * withTaskEngine: external access off but the order's files, configuration locked) holds whatever
- * passes: this check makes the refusals precise. Pure.
+ * WITH ... SELECT); tables named without schema or catalog; no table function but
+ * range/generate_series/unnest (files are read through the views only); no function that reads the
+ * engine's settings or environment. The tables it names are a hint of the views to make, CTEs'
+ * names left out (by name, whatever their scope): what the query reads is decided by DuckDB's
+ * binder once they are made (./plan-check.ts). The sandbox (./task-engine.ts withTaskEngine:
+ * external access off but the order's files, configuration locked) holds whatever passes. Pure.
  */
 
-const TABLE_FUNCTIONS = new Set(["range", "generate_series", "unnest"]);
+/** The table functions a query may call: they read nothing. */
+export const TABLE_FUNCTIONS: ReadonlySet<string> = new Set(["range", "generate_series", "unnest"]);
 /** Scalar functions that read the engine's configuration or environment (server paths). */
 const DENIED_FUNCTIONS = new Set(["current_setting", "getenv", "getvariable", "current_schemas", "current_catalog"]);
 const DENIED_PREFIXES = ["duckdb_", "pg_", "pragma_"];
@@ -27,9 +29,12 @@ type Serialized = {
 
 /**
  * The statement of `json_serialize_sql(sql)`'s answer, once it is exactly one SELECT; the names
- * of the tables it reads (views to make), CTEs left out.
+ * of the tables it reads (views to make), CTEs left out; every table name it holds (`names`).
  */
-export function checkSelect(serialized: string, sql: string): { statement: unknown; tables: string[] } {
+export function checkSelect(
+  serialized: string,
+  sql: string,
+): { statement: unknown; tables: string[]; names: string[] } {
   const parsed = JSON.parse(serialized) as Serialized;
   if (parsed.error) {
     if (parsed.error_type === "parser") {
@@ -47,8 +52,9 @@ export function checkSelect(serialized: string, sql: string): { statement: unkno
   }
   const found = { tables: new Set<string>(), ctes: new Set<string>() };
   walk(statements[0]!.node, found);
-  const tables = [...found.tables].filter((name) => !found.ctes.has(name.toLowerCase()));
-  return { statement: statements[0], tables };
+  const names = [...found.tables];
+  const tables = names.filter((name) => !found.ctes.has(name.toLowerCase()));
+  return { statement: statements[0], tables, names };
 }
 
 function walk(value: unknown, found: { tables: Set<string>; ctes: Set<string> }): void {

@@ -2,6 +2,16 @@ import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { CallToolRequestSchema, ErrorCode, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { logger } from "../log";
+import { sinceVersionValueSchema, versionValueSchema } from "../schemas/api";
+
+/**
+ * Arguments with the bounds of the API's parameters, defined once (lib/schemas/api.ts): outside
+ * them the call is an invalid_request tool error before anything is read.
+ */
+export const versionArgument = versionValueSchema.describe("The table's version; the current one when not given.");
+export const sinceVersionArgument = sinceVersionValueSchema.describe(
+  "The last version you know; changes after it are answered (0 for everything kept).",
+);
 
 type ToolShape = Record<string, z.ZodType>;
 type ToolConfig = { inputSchema?: ToolShape; outputSchema?: ToolShape };

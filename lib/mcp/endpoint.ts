@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js";
 import { AppError, type ErrorCode } from "../errors";
 import { keyedRequest } from "../http/keyed-request";
 import { readBodyWithin } from "../http/request-body";
@@ -16,6 +17,12 @@ import { MCP_PROTOCOL_VERSIONS, MCP_TOOL_NAMES, mcpServerFor } from "./server";
 export const MCP_PATH_PATTERN = /^\/api\/mcp\/?(\?|$)/;
 /** The largest request body read; an agent's tool call is a few kilobytes. */
 export const MCP_MAX_BODY_BYTES = 1024 * 1024;
+/**
+ * The deepest nesting of arrays and objects a body may have. An agent's message nests a few
+ * levels; a deeper one would reach the SDK, whose recursive handling of it (JSON.stringify of an
+ * unexpected response) overflows the stack and answers the exception's text.
+ */
+export const MCP_MAX_DEPTH = 64;
 
 // JSON-RPC's own error codes, and the implementation-defined one for what happens over HTTP.
 const PARSE_ERROR = -32700;
@@ -29,8 +36,8 @@ const SERVER_ERROR = -32000;
  * the SDK sees a request: the method (POST only: a stateless server offers no GET stream and no
  * session to DELETE, so both are 405), the Origin (DNS rebinding, 403), then the keyed-request
  * pipeline of /api/v1 (the key's rules, datasets:read, the account's 60/minute, usage counted per
- * key), then the body (over 1 MiB 413; not JSON, a batch, or a protocol version we do not speak,
- * 400). Every refusal is a JSON-RPC error body with the HTTP status the transports spec names.
+ * key), then the body (over 1 MiB 413; not JSON, nested deeper than MCP_MAX_DEPTH, a batch, no
+ * message of MCP's, or a protocol version we do not speak, 400). No answer carries an exception's text. Every refusal is a JSON-RPC error body with the HTTP status the transports spec names.
  */
 export async function serveMcp(req: IncomingMessage, res: ServerResponse): Promise<void> {
   const requestId = requestIdFrom(req.headers["x-request-id"]);
@@ -91,11 +98,33 @@ async function jsonBody(req: IncomingMessage): Promise<unknown> {
       Connection: "close",
     });
   }
+  const text = body.toString("utf8");
+  if (nestingOver(text, MCP_MAX_DEPTH)) {
+    return jsonRpcError(400, PARSE_ERROR, `Parse error: the body nests deeper than ${MCP_MAX_DEPTH} levels.`);
+  }
   try {
-    return JSON.parse(body.toString("utf8"));
+    return JSON.parse(text);
   } catch {
     return jsonRpcError(400, PARSE_ERROR, "Parse error: the body is not JSON.");
   }
+}
+
+/** Whether `text`'s arrays and objects nest deeper than `max` (brackets inside strings aside), read before it is parsed. */
+function nestingOver(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let index = 0; index < text.length; index++) {
+    const char = text.charCodeAt(index);
+    if (inString) {
+      if (char === 0x5c)
+        index++; // a backslash: the next character is escaped
+      else if (char === 0x22) inString = false;
+    } else if (char === 0x22) inString = true;
+    else if (char === 0x5b || char === 0x7b) {
+      if (++depth > max) return true;
+    } else if (char === 0x5d || char === 0x7d) depth--;
+  }
+  return false;
 }
 
 /**
@@ -126,6 +155,11 @@ function refusal(req: IncomingMessage, body: unknown): Response | undefined {
   const id = typeof message.id === "string" || typeof message.id === "number" ? message.id : null;
   const wrongParams = paramsProblem(message);
   if (wrongParams) return jsonRpcError(200, INVALID_PARAMS, `Invalid params: ${wrongParams}.`, {}, id);
+  // The rest of the SDK's message schema (a member JSON-RPC lacks, a wrong type inside): -32600 here,
+  // where the SDK would answer -32700 "Parse error" of JSON that parsed.
+  if (!JSONRPCMessageSchema.safeParse(body).success) {
+    return jsonRpcError(400, INVALID_REQUEST, "Invalid Request: the message is no JSON-RPC message MCP defines.");
+  }
   if (!isObject(message.params)) return undefined;
   const params = message.params;
   if (
@@ -149,7 +183,7 @@ function refusal(req: IncomingMessage, body: unknown): Response | undefined {
 /**
  * Why JSON is no JSON-RPC message (JSON-RPC's -32600, where the SDK would say -32700 "Parse
  * error" of JSON that parsed), or undefined: an object, `jsonrpc` "2.0", an id that is a string or
- * a number, a method that is a string (or an answer: result or error).
+ * a number, a method that is a string (or an answer: result or error), params' `_meta` an object.
  */
 function invalidMessage(body: unknown): string | undefined {
   if (!isObject(body)) return "the body is JSON but not a JSON-RPC message (an object)";
@@ -159,6 +193,9 @@ function invalidMessage(body: unknown): string | undefined {
   }
   if (typeof body.method !== "string" && !("result" in body) && !("error" in body)) {
     return "the message has no method (a string)";
+  }
+  if (isObject(body.params) && body.params._meta !== undefined && !isObject(body.params._meta)) {
+    return "params._meta must be an object";
   }
   return undefined;
 }

@@ -9,6 +9,7 @@ import { getOrder, orderPage } from "../orders/queries";
 import { orderSchema, type versionSchema } from "../schemas/api";
 import { orderStatusSchema } from "../schemas/order-status";
 import { tableJson, versionJson } from "../tables/queries";
+import { versionArgument } from "./arguments";
 import { lines, textTable } from "./render";
 import { fileIdOf, limitInput, orderIdInput, READ_ONLY, tableInput, toolResult, type ToolContext } from "./tool-kit";
 
@@ -142,7 +143,7 @@ export function registerOrderTools(server: McpServer, context: ToolContext): voi
         order_id: orderIdInput,
         file_id: z.string().max(100).optional().describe("A file's id (`fil_...`) from get_order."),
         table: tableInput.optional(),
-        version: z.number().int().min(1).optional().describe("The table's version; the current one when not given."),
+        version: versionArgument.optional(),
         format: z
           .enum(RENDITION_FORMATS)
           .optional()

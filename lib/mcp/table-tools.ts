@@ -6,6 +6,7 @@ import { runOrderSql, type SqlAnswer } from "../explore/sql";
 import { tableSchema } from "../schemas/api";
 import { noticeSchema } from "../schemas/quality";
 import { describeTable } from "../tables/description";
+import { sinceVersionArgument } from "./arguments";
 import { lines, textTable } from "./render";
 import {
   limitInput,
@@ -189,7 +190,7 @@ export function registerTableTools(server: McpServer, context: ToolContext): voi
       inputSchema: {
         order_id: orderIdInput,
         table: tableInput,
-        since_version: z.number().int().min(0).describe("The last version you know; changes after it are answered."),
+        since_version: sinceVersionArgument,
         limit: limitInput(TOOL_ROW_LIMIT, TOOL_ROW_LIMIT, "Change rows answered"),
       },
       outputSchema: {

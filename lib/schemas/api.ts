@@ -224,11 +224,29 @@ export const tablePathSchema = orderPathSchema.extend({
   name: z.string().meta({ description: "Table name, from the order's tables.", example: "products" }),
 });
 
-/** A version number in a path: a positive whole number (anything else is a 400 invalid_request). */
+/** The largest version number: versions are stored as PostgreSQL integers. */
+export const VERSION_MAX = 2 ** 31 - 1;
+const versionRule = `version must be a whole number from 1 to ${VERSION_MAX}`;
+const sinceVersionRule = `since_version must be a whole number from 0 to ${VERSION_MAX}`;
+
+/**
+ * A version number, 1 to VERSION_MAX; a version "after" which changes are asked, 0 to VERSION_MAX.
+ * The bounds of both the API's parameters (as text: versionNumberSchema) and the MCP tools' arguments
+ * (lib/mcp/arguments.ts): outside them a 400 invalid_request, never a query that fails.
+ */
+export const versionValueSchema = z.number().int(versionRule).min(1, versionRule).max(VERSION_MAX, versionRule);
+export const sinceVersionValueSchema = z
+  .number()
+  .int(sinceVersionRule)
+  .min(0, sinceVersionRule)
+  .max(VERSION_MAX, sinceVersionRule);
+
+/** A version number in a path or a query parameter (anything else is a 400 invalid_request). */
 export const versionNumberSchema = z
   .string()
-  .regex(/^[1-9][0-9]{0,8}$/, "version must be a positive whole number")
+  .regex(/^[1-9][0-9]{0,9}$/, "version must be a positive whole number")
   .transform(Number)
+  .pipe(versionValueSchema)
   .meta({ description: "Version number, from 1.", example: "3" });
 
 export const versionPathSchema = tablePathSchema.extend({ version: versionNumberSchema });

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { RENDITION_FORMATS } from "../data-formats";
+import { versionNumberSchema } from "./api";
 import { QUERY_ROWS, SQL_MAX_LENGTH } from "./explore-limits";
 
 /**
@@ -23,10 +24,7 @@ const limit = wholeNumber("limit")
     example: "100",
   });
 
-const version = z
-  .string()
-  .regex(/^[1-9][0-9]{0,8}$/, "version must be a positive whole number")
-  .transform(Number)
+const version = versionNumberSchema
   .optional()
   .meta({ description: "Version number; the current version when not given.", example: "3" });
 const columns = z

@@ -103,6 +103,10 @@ const rows = (query: Record<string, string>, table = "products") =>
 const sql = (q: string, limit?: number) =>
   api(`/orders/${orderId}/sql?${new URLSearchParams({ q, ...(limit ? { limit: String(limit) } : {}) })}`);
 
+/** Issue 53's reproduction: DuckDB's settings (server paths) through a name a CTE's scope hides. */
+const CTE_TRICK =
+  "SELECT name, setting FROM (WITH pg_settings AS (SELECT 1) SELECT 1) t, pg_settings, (SELECT 1 FROM products LIMIT 1) p WHERE name IN ('allowed_paths','temp_directory')";
+
 /** A refusal: the status and code, a detail matching `detail`, and nothing of a server file in the answer. */
 async function refused(response: Response, status: number, code: string, detail: RegExp): Promise<void> {
   const text = await response.text();
@@ -114,6 +118,7 @@ async function refused(response: Response, status: number, code: string, detail:
   expect(text).not.toMatch(/root:x:0:0|other buyer's row/);
   expect(text).not.toContain(env.storageDir);
   expect(text).not.toContain(path.join(workDir, "engine"));
+  expect(text).not.toMatch(/read_parquet\('|kept-\d+/);
 }
 
 describe("rows", () => {
@@ -226,6 +231,10 @@ describe("rows", () => {
     [{ limit: "1001" }, 400, "invalid_request", /limit must be from 1 to 1000/],
     [{ offset: "-1" }, 400, "invalid_request", /offset/],
     [{ version: "9" }, 404, "version_not_found", /no version 9/],
+    // The bounds the MCP tools share (contract Part 8): a version is 1 to 2^31-1.
+    [{ version: "2147483647" }, 404, "version_not_found", /no version 2147483647/],
+    [{ version: "2147483648" }, 400, "invalid_request", /version must be a whole number from 1 to 2147483647/],
+    [{ version: "0" }, 400, "invalid_request", /version must be a positive whole number/],
   ])("%j is refused", async (query, status, code, detail) => {
     await refused(await rows(query as Record<string, string>), status, code, detail);
   });
@@ -275,6 +284,11 @@ describe("sql", () => {
     expect((await answer(both)).rows).toEqual([[50, 60]]);
     const cut = await answer("WITH p AS (SELECT id FROM products) SELECT id FROM p ORDER BY id", 4);
     expect(cut).toMatchObject({ rows: [[1], [2], [3], [4]], truncated: true });
+    // The table functions that read nothing, beside the order's tables.
+    const functions =
+      "SELECT (SELECT count(*) FROM range(3)), (SELECT sum(g) FROM generate_series(1, 3) t(g)), " +
+      "(SELECT count(*) FROM unnest([1, 2]) u(x) JOIN products ON products.id = u.x)";
+    expect((await answer(functions)).rows).toEqual([[3, 6, 2]]);
   });
 
   it.each([
@@ -297,6 +311,22 @@ describe("sql", () => {
     ["SELECT current_setting('allowed_paths')", 400, "invalid_sql", /function current_setting is not allowed/],
     ["SELECT * FROM duckdb_settings()", 400, "invalid_sql", /table function duckdb_settings/],
     ["SELECT * FROM pg_catalog.pg_settings", 400, "invalid_sql", /is not a table of this order/],
+    // What the query reads is the binder's to say (contract Part 8): a CTE's name hides nothing from it.
+    [CTE_TRICK, 400, "invalid_sql", /"pg_settings" is not a table of this order but DuckDB's catalog/],
+    [
+      "SELECT sql FROM (WITH duckdb_views AS (SELECT 1) SELECT 1) t, duckdb_views, (SELECT 1 FROM products LIMIT 1) p",
+      400,
+      "invalid_sql",
+      /"duckdb_views" is not a table of this order but DuckDB's catalog/,
+    ],
+    ["SELECT get_block_size('memory')", 400, "invalid_sql", /pragma_database_size\(\) is not a table of this order/],
+    ["SELECT * FROM duckdb_views", 400, "invalid_sql", /this order has no table "duckdb_views"/],
+    ["SELECT * FROM pg_settings", 400, "invalid_sql", /this order has no table "pg_settings"/],
+    ["SELECT * FROM information_schema.tables", 400, "invalid_sql", /"information_schema.tables" is not a table/],
+    ["SELECT * FROM duckdb_tables()", 400, "invalid_sql", /table function duckdb_tables is not allowed/],
+    ["SELECT * FROM duckdb_extensions()", 400, "invalid_sql", /table function duckdb_extensions is not allowed/],
+    ["SELECT * FROM duckdb_functions()", 400, "invalid_sql", /table function duckdb_functions is not allowed/],
+    ["SELECT * FROM read_parquet('/etc/passwd')", 400, "invalid_sql", /table function read_parquet is not allowed/],
     [
       "SELECT * FROM secret",
       400,

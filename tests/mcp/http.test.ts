@@ -43,6 +43,9 @@ const initialize = (version = "2025-11-25") => ({
   params: { protocolVersion: version, capabilities: {}, clientInfo: { name: "raw", version: "1" } },
 });
 
+/** An object nested `depth` levels deep. */
+const nested = (depth: number): unknown => (depth === 0 ? 1 : { a: nested(depth - 1) });
+
 function post(body: unknown, headers: Record<string, string> = {}, key: string | null = f.key, url = first.url) {
   return fetch(`${url}/api/mcp`, {
     method: "POST",
@@ -99,6 +102,26 @@ describe("refusals", () => {
       -32000,
     ],
     ["an unknown method", () => post({ jsonrpc: "2.0", id: 4, method: "resources/list" }), 200, -32601],
+    // Issue 53: a 170,000-deep answer overflowed the SDK's stack, and its text was the error's data.
+    [
+      "a 170,000-deep result",
+      () => post(`{"jsonrpc":"2.0","id":1,"result":${'{"a":'.repeat(170_000)}1${"}".repeat(170_000)}}`),
+      400,
+      -32700,
+    ],
+    [
+      "a 65-deep request",
+      () => post({ jsonrpc: "2.0", id: 9, method: "ping", params: { x: nested(63) } }),
+      400,
+      -32700,
+    ],
+    [
+      "params._meta that is a list",
+      () => post({ jsonrpc: "2.0", id: 10, method: "ping", params: { _meta: [1] } }),
+      400,
+      -32600,
+    ],
+    ["a member JSON-RPC lacks", () => post({ jsonrpc: "2.0", id: 11, method: "ping", extra: 1 }), 400, -32600],
   ];
   // The sender last, so the title's placeholders read the status and the code.
   it.each(refusals.map(([name, send, status, code]) => [name, status, code, send] as const))(
@@ -110,12 +133,19 @@ describe("refusals", () => {
       expect(body.jsonrpc).toBe("2.0");
       expect(body.error.code).toBe(code);
       expect(body.error.message.length).toBeGreaterThan(5);
-      // A short sentence, never a schema's validation dump.
+      // A short sentence, never a schema's validation dump or an exception's text.
       expect(body.error.message).not.toMatch(/\n|"expected"/);
+      expect(JSON.stringify(body.error)).not.toMatch(/RangeError|Maximum call stack|at .*\.js/);
       if (status === 401) expect(response.headers.get("www-authenticate")).toMatch(/^Bearer/);
       if (status === 405) expect(response.headers.get("allow")).toBe("POST");
     },
   );
+
+  it("a message 64 levels deep is answered", async () => {
+    const response = await post({ jsonrpc: "2.0", id: 12, method: "ping", params: { x: nested(62) } });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ id: 12, result: {} });
+  });
 
   it("a loopback Origin is this development site's own: accepted", async () => {
     const response = await post(initialize(), { Origin: "http://localhost:3000" });

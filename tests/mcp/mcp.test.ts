@@ -283,14 +283,72 @@ describe("the tools, through the SDK's client", () => {
       { order_id: "ORDER_A", table: "products", since_version: 0, limit: 101 },
       "invalid_request",
     ],
+    // The bounds of the API's parameters (contract Part 8): versions 1..2^31-1, since_version 0..2^31-1.
+    [
+      "the largest version",
+      "download_link",
+      { order_id: "ORDER_A", table: "products", version: 2147483647 },
+      "version_not_found",
+    ],
+    [
+      "a version past 2^31-1",
+      "download_link",
+      { order_id: "ORDER_A", table: "products", version: 2147483648 },
+      "invalid_request",
+    ],
+    [
+      "a version of 2^53",
+      "download_link",
+      { order_id: "ORDER_A", table: "products", version: 9007199254740992 },
+      "invalid_request",
+    ],
+    [
+      "a since_version past 2^31-1",
+      "get_changes",
+      { order_id: "ORDER_A", table: "products", since_version: 9007199254740991 },
+      "invalid_request",
+    ],
+    [
+      "a since_version below 0",
+      "get_changes",
+      { order_id: "ORDER_A", table: "products", since_version: -1 },
+      "invalid_request",
+    ],
+    // What a query reads is the binder's to say: DuckDB's catalog through a name a CTE's scope hides.
+    [
+      "SQL reading DuckDB's settings through a CTE's name",
+      "query",
+      {
+        order_id: "ORDER_A",
+        sql: "SELECT name, setting FROM (WITH pg_settings AS (SELECT 1) SELECT 1) t, pg_settings, (SELECT 1 FROM products LIMIT 1) p",
+      },
+      "invalid_sql",
+    ],
+    [
+      "SQL reading the view definitions through a CTE's name",
+      "query",
+      {
+        order_id: "ORDER_A",
+        sql: "SELECT sql FROM (WITH duckdb_views AS (SELECT 1) SELECT 1) t, duckdb_views, (SELECT 1 FROM products) p",
+      },
+      "invalid_sql",
+    ],
+    [
+      "SQL reading DuckDB's settings",
+      "query",
+      { order_id: "ORDER_A", sql: "SELECT * FROM duckdb_settings()" },
+      "invalid_sql",
+    ],
   ])("%s: a tool result with isError and the code", async (_, name, raw, code) => {
     const args = JSON.parse(
       JSON.stringify(raw).replaceAll("ORDER_A", f.orderA).replaceAll("ORDER_B", f.orderB).replaceAll("FILE_A", f.fileA),
     );
     const result = await client.callTool({ name, arguments: args });
     expect(result.isError).toBe(true);
-    expect(textOf(result).startsWith(`${code}: `)).toBe(true);
+    expect(textOf(result).startsWith(`${code}: `), textOf(result)).toBe(true);
     expect(textOf(result)).not.toContain("secret");
+    // No server path, process id or setting in any answer.
+    expect(textOf(result)).not.toMatch(/\/tmp\/|storage|kept-\d+|allowed_paths/);
   });
 
   it.each([
@@ -304,6 +362,16 @@ describe("the tools, through the SDK's client", () => {
       "get_changes",
       { order_id: "ORDER_A", table: "products", since_version: 0, limit: 101 },
       "invalid_request: Invalid limit: Too big: expected number to be <=100.",
+    ],
+    [
+      "download_link",
+      { order_id: "ORDER_A", table: "products", version: 2147483648 },
+      "invalid_request: Invalid version: version must be a whole number from 1 to 2147483647.",
+    ],
+    [
+      "get_changes",
+      { order_id: "ORDER_A", table: "products", since_version: 9007199254740991 },
+      "invalid_request: Invalid since_version: since_version must be a whole number from 0 to 2147483647.",
     ],
   ])("wrong arguments of %s are named as /api/v1 names a bad parameter", async (name, raw, text) => {
     const args = JSON.parse(JSON.stringify(raw).replaceAll("ORDER_A", f.orderA));
