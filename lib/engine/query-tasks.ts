@@ -271,8 +271,11 @@ function viewSql(view: SqlView): string {
 }
 
 type Reader = { columnNames(): string[]; columnTypes(): { toString(): string }[] };
-const columnsOf = (result: Reader): QueryColumn[] =>
-  result.columnNames().map((name, index) => ({ name, type: String(result.columnTypes()[index]) }));
+/** The result's columns; its types read once (each columnTypes() call makes all of them). */
+function columnsOf(result: Reader): QueryColumn[] {
+  const types = result.columnTypes();
+  return result.columnNames().map((name, index) => ({ name, type: String(types[index]) }));
+}
 
 /** Reference parse of the frame the filter is parsed in: the filter's parse must differ from it only by its WHERE. */
 let framePlan: string | undefined;
