@@ -29,6 +29,29 @@ describe("AccountQueues", () => {
     expect(queues.takeNext(() => true)?.work).toBe("busy-1");
   });
 
+  it("takes an account never served before one served, though it came later", () => {
+    const queues = new AccountQueues<string>();
+    queues.push("flood", "flood-1");
+    expect(queues.takeNext(() => true)?.work).toBe("flood-1");
+    // The flood queues again while its first runs, then another account's first arrives.
+    queues.push("flood", "flood-2");
+    queues.push("flood", "flood-3");
+    queues.push("late", "late-1");
+    expect(takeAll(queues)).toEqual(["late-1", "flood-2", "flood-3"]);
+  });
+
+  it("forgets the turns of accounts with nothing waiting past a thousand, oldest first", () => {
+    const queues = new AccountQueues<string>();
+    for (let i = 0; i < 1_005; i++) {
+      queues.push(`a${i}`, `a${i}`);
+      queues.takeNext(() => true);
+    }
+    // a0's turn is forgotten (never served, so first); a1004's is not.
+    queues.push("a1004", "again-1004");
+    queues.push("a0", "again-0");
+    expect(takeAll(queues)).toEqual(["again-0", "again-1004"]);
+  });
+
   it("removes a waiting work whose client left, and only once", () => {
     const queues = new AccountQueues<string>();
     queues.push("a", "a-1");
