@@ -308,7 +308,8 @@ const cases: Case[] = [
   {
     name: "SQL whose one row is larger than the 8 MiB answer budget",
     code: "answer_too_large",
-    detail: /^One row of this answer is larger than an answer may be \(8.4 MB, with its 2500 columns\); the widest: "l" /,
+    detail:
+      /^One row of this answer is larger than an answer may be \(8.4 MB, with its 2500 columns\); the widest: "l" /,
     request: () => {
       // 2,500 columns of a 4 KB list (a cell's JSON is shown whole up to 4,096 characters): 10 MB in one row.
       const list = "[repeat('a', 1000), repeat('b', 1000), repeat('c', 1000), repeat('d', 1000)]";
