@@ -278,6 +278,11 @@ export function commandLine(pid: number): string {
   }
 }
 
+/** The data engine's processes (lib/engine/engine-child) among a process's descendants. */
+export function engineProcesses(rootPid: number): number[] {
+  return descendants(rootPid).filter((pid) => commandLine(pid).includes("engine-child"));
+}
+
 /** VmRSS of one process in KiB (0 if it is gone). */
 export function rssKb(pid: number): number {
   try {
@@ -296,8 +301,13 @@ const CLOCK_TICKS_PER_SECOND = 100; // USER_HZ on Linux (getconf CLK_TCK)
 
 /** CPU seconds (user + system) used so far by a process and its live descendants. */
 export function treeCpuSeconds(rootPid: number): number {
+  return cpuSeconds([rootPid, ...descendants(rootPid)]);
+}
+
+/** CPU seconds (user + system) used so far by the given processes (those still alive). */
+export function cpuSeconds(pids: number[]): number {
   let ticks = 0;
-  for (const pid of [rootPid, ...descendants(rootPid)]) {
+  for (const pid of pids) {
     try {
       const stat = readFileSyncQuiet(`/proc/${pid}/stat`);
       const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
