@@ -286,7 +286,14 @@ try {
     await sleep(2_000);
     const engineCpuAfter = await engineCpuOver(app.pid, 1000);
     const drained = await drain();
-    rounds.push({ quiet, loaded, engine_cpu_2s_after_clients_left: engineCpuAfter, drain: drained });
+    // Subsets asked for in the phase may be made after it (their clients gone): counted once the jobs are done.
+    rounds.push({
+      quiet,
+      loaded,
+      engine_cpu_2s_after_clients_left: engineCpuAfter,
+      drain: drained,
+      subset_store_after_drain: await subsetStore(),
+    });
     log(
       `round ${index + 1}: rows p99 ${quiet.rows_ms.p99} -> ${loaded.rows_ms.p99} ms, sql p99 ${quiet.sql_ms.p99} -> ${loaded.sql_ms.p99} ms, ` +
         `order reads p99 ${quiet.order_read_ms.p99} -> ${loaded.order_read_ms.p99} ms; engine CPU 2 s after: ${engineCpuAfter}; drained in ${drained.seconds} s`,
