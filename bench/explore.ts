@@ -15,9 +15,8 @@ import { processPendingNow } from "../lib/tables/pipeline";
 import { publishTable } from "../lib/tables/publish";
 import {
   benchWorkspace,
-  commandLine,
   createBenchKeys,
-  descendants,
+  engineProcesses,
   log,
   median,
   report,
@@ -216,13 +215,12 @@ try {
 
   // The engine processes' RSS: idle before each API call, sampled every 50 ms during it (the
   // processes are found before the call: scanning /proc in every sample would cost the engine CPU).
-  const engineProcesses = () => descendants(app.pid).filter((pid) => commandLine(pid).includes("engine-child"));
   const rssOver: number[] = [];
   const groupBy = await compare(
     "GROUP BY",
     async () => duckdbRows(GROUP_BY),
     async () => {
-      const pids = engineProcesses();
+      const pids = engineProcesses(app.pid);
       const engineRssKb = () => pids.reduce((sum, pid) => sum + rssKb(pid), 0);
       const idle = engineRssKb();
       const memory = sampler(engineRssKb, 50);

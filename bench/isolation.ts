@@ -21,6 +21,7 @@ import { runLoad, startLoad, type LoadResult } from "./lib/load";
 import { activitySampler, type ActivitySummary } from "./lib/pg-activity";
 import { writeProductParts } from "./lib/product-parts";
 import { ensureSeeded, seededBuyers } from "./lib/seed";
+import { startWorkerProcess, stopWorkerProcess } from "./lib/worker-process";
 
 /**
  * Does the API keep its pace while data work runs (issue #38)? Order reads (`GET /api/v1/orders?limit=50`,
@@ -122,24 +123,7 @@ function spawnIn(placement: Placement, script: "worker" | "admin", args: string[
   return child;
 }
 
-async function startWorker(placement: Placement): Promise<ChildProcess> {
-  const worker = spawnIn(placement, "worker", []);
-  let output = "";
-  worker.stdout!.on("data", (chunk) => (output = (output + chunk).slice(-20_000)));
-  worker.stderr!.on("data", (chunk) => (output = (output + chunk).slice(-20_000)));
-  for (let waited = 0; !output.includes("Job worker started"); waited += 100) {
-    if (worker.exitCode !== null || waited > 120_000) throw new Error(`The worker did not start:\n${output}`);
-    await sleep(100);
-  }
-  return worker;
-}
-
-async function stopWorker(worker: ChildProcess): Promise<void> {
-  if (worker.exitCode !== null) return;
-  const exited = new Promise((resolve) => worker.once("exit", resolve));
-  worker.kill("SIGTERM");
-  await exited;
-}
+const startWorker = (placement: Placement) => startWorkerProcess(() => spawnIn(placement, "worker", []));
 
 /** `table:publish` of the parts, then waits for the version: seconds from the command to the version. */
 async function publish(placement: Placement, table: string): Promise<number> {
@@ -183,7 +167,7 @@ async function readsBeside(placement: Placement, table: string): Promise<Beside>
     const seconds = await publishing;
     return { load: await reads.stop(), seconds, activity: await activity.stop(), groups };
   } finally {
-    await stopWorker(worker);
+    await stopWorkerProcess(worker);
   }
 }
 
@@ -192,7 +176,7 @@ async function alone(table: string): Promise<number> {
   try {
     return await publish(placements.low, table);
   } finally {
-    await stopWorker(worker);
+    await stopWorkerProcess(worker);
   }
 }
 

@@ -278,6 +278,30 @@ export function commandLine(pid: number): string {
   }
 }
 
+/** The data engine's processes (lib/engine/engine-child) among a process's descendants. */
+export function engineProcesses(rootPid: number): number[] {
+  return descendants(rootPid).filter((pid) => commandLine(pid).includes("engine-child"));
+}
+
+/**
+ * CPU-seconds a second the engine's processes under `rootPid` used over `ms`, rescanned every 100 ms: a
+ * process started meanwhile (a killed one's replacement) counts from its start, one that ended counts up
+ * to the last sample before its end.
+ */
+export async function engineCpuOver(rootPid: number, ms: number): Promise<number> {
+  const seen = new Map(engineProcesses(rootPid).map((pid) => [pid, cpuSeconds([pid])]));
+  let used = 0;
+  for (let waited = 0; waited < ms; waited += 100) {
+    await sleep(100);
+    for (const pid of engineProcesses(rootPid)) {
+      const now = cpuSeconds([pid]);
+      used += now - (seen.get(pid) ?? 0);
+      seen.set(pid, now);
+    }
+  }
+  return round(used / (ms / 1000), 2);
+}
+
 /** VmRSS of one process in KiB (0 if it is gone). */
 export function rssKb(pid: number): number {
   try {
@@ -296,8 +320,13 @@ const CLOCK_TICKS_PER_SECOND = 100; // USER_HZ on Linux (getconf CLK_TCK)
 
 /** CPU seconds (user + system) used so far by a process and its live descendants. */
 export function treeCpuSeconds(rootPid: number): number {
+  return cpuSeconds([rootPid, ...descendants(rootPid)]);
+}
+
+/** CPU seconds (user + system) used so far by the given processes (those still alive). */
+export function cpuSeconds(pids: number[]): number {
   let ticks = 0;
-  for (const pid of [rootPid, ...descendants(rootPid)]) {
+  for (const pid of pids) {
     try {
       const stat = readFileSyncQuiet(`/proc/${pid}/stat`);
       const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");

@@ -23,11 +23,13 @@ export async function probe(url: string, orderPath: string, key: string, seconds
     times.health.push(await timedGet(`${url}/api/health`, {}));
     times.order.push(await timedGet(`${url}${orderPath}`, { Authorization: `Bearer ${key}` }));
   }
-  const figures = (values: number[]) => {
-    const sorted = [...values].sort((a, b) => a - b);
-    return { p50: round(percentile(sorted, 50), 1), p99: round(percentile(sorted, 99), 1), n: sorted.length };
-  };
-  return { health: figures(times.health), order: figures(times.order) };
+  return { health: latencyFigures(times.health), order: latencyFigures(times.order) };
+}
+
+/** Nearest-rank p50 and p99 of latencies in ms, and how many. */
+export function latencyFigures(values: number[]): { p50: number; p99: number; n: number } {
+  const sorted = [...values].sort((a, b) => a - b);
+  return { p50: round(percentile(sorted, 50), 1), p99: round(percentile(sorted, 99), 1), n: sorted.length };
 }
 
 /**
