@@ -43,8 +43,7 @@ export function FileCard({
         </div>
         {file.table && (
           <p className="text-sm text-slate-600" data-testid="file-table">
-            Part of table <span className="font-mono">{file.table.name}</span>,{" "}
-            {file.table.version === null ? "in no version yet" : `version ${file.table.version}`}
+            Part of table <span className="font-mono">{file.table.name}</span>, version {file.table.version}
           </p>
         )}
         <FileProfile file={file} />

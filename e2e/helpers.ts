@@ -16,11 +16,14 @@ import { workerStateOf } from "./worker-state";
 
 export const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
 
-/** A buyer with a delivered order (two files), a refunded order (one file) and an unfinished one. */
+/**
+ * A buyer with a delivered order (two files), a refunded order (one file) and an unfinished one. The
+ * files are binary, listed at once: a data file is a table's part, seen only once its version is made.
+ */
 export async function buyerWithOrders(label: string) {
   const account = await buyer(label);
-  const deliveredFiles = { "products.csv": randomBytes(48_213), "reviews.jsonl": randomBytes(1024) };
-  const refundedFiles = { "old-prices.csv": randomBytes(2048) };
+  const deliveredFiles = { "products.zip": randomBytes(48_213), "reviews.zip": randomBytes(1024) };
+  const refundedFiles = { "old-prices.zip": randomBytes(2048) };
   const unfinished = await order(account.id, { name: `${label}: crawl in progress`, status: "unfinished" });
   const refunded = await order(account.id, {
     name: `${label}: refunded prices`,
@@ -57,7 +60,8 @@ const productsCsv = () =>
 
 /**
  * A buyer with a delivered order of data files, profiled by the server's job worker: a CSV of
- * PRODUCTS (with its Parquet rendition), a CSV that cannot be read, and a binary file.
+ * PRODUCTS (with its Parquet rendition), a CSV that cannot be read (its publication fails: no buyer
+ * sees it), and a binary file.
  */
 export async function buyerWithDataOrder(label: string) {
   const account = await buyer(label);
@@ -73,12 +77,16 @@ export async function buyerWithDataOrder(label: string) {
   return { ...account, delivered };
 }
 
-/** Waits until the job worker has profiled an order's data files and made every rendition asked for. */
+/**
+ * Waits until the job worker has profiled an order's data files, made every rendition asked for and
+ * judged each publication (a part is seen once its version is made; a failed one never).
+ */
 export async function whenProfiled(orderId: string, timeoutMs = 90_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   const pending = async () =>
     (await db().orderFile.count({ where: { orderId, profileStatus: "pending" } })) +
-    (await db().fileRendition.count({ where: { file: { orderId }, status: "pending" } }));
+    (await db().fileRendition.count({ where: { file: { orderId }, status: "pending" } })) +
+    (await db().tablePublication.count({ where: { table: { orderId }, status: { in: ["uploading", "processing"] } } }));
   while ((await pending()) > 0) {
     if (Date.now() > deadline) {
       throw new Error(`Order ${orderId} was not profiled within ${timeoutMs} ms: ${await workerStateOf(orderId)}`);

@@ -13,16 +13,16 @@ test("a buyer sees their orders and downloads a delivered file", async ({ page }
 
   await page.getByRole("link", { name: "e2e-orders: product catalogue" }).click();
   await expect(page).toHaveTitle("e2e-orders: product catalogue · Dataset Access");
-  const file = page.getByTestId("file-row").filter({ hasText: "products.csv" });
-  const expected = account.deliveredFiles["products.csv"];
+  const file = page.getByTestId("file-row").filter({ hasText: "products.zip" });
+  const expected = account.deliveredFiles["products.zip"];
   await expect(file.getByTestId("file-sha256")).toHaveText(sha256(expected));
   await expect(file).toContainText("48 KB");
   await screenshot(page, "order-delivered");
 
   const downloading = page.waitForEvent("download");
-  await file.getByRole("link", { name: "Download products.csv" }).click();
+  await file.getByRole("link", { name: "Download products.zip" }).click();
   const download = await downloading;
-  expect(download.suggestedFilename()).toBe("products.csv");
+  expect(download.suggestedFilename()).toBe("products.zip");
   // With STORAGE_DRIVER=s3 the bytes come straight from the store (a presigned URL), never through the app.
   expect(new URL(download.url()).origin).toBe(process.env.S3_ENDPOINT ?? new URL(page.url()).origin);
   const bytes = await fs.readFile((await download.path())!);

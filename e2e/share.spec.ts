@@ -34,9 +34,9 @@ test("a share link opens one order to anyone, and nothing else, until it is revo
   await expect(guestPage.getByRole("link", { name: "Sign in" })).toHaveCount(0);
   await screenshot(guestPage, "shared-order");
   const downloading = guestPage.waitForEvent("download");
-  await guestPage.getByRole("link", { name: "Download reviews.jsonl" }).click();
+  await guestPage.getByRole("link", { name: "Download reviews.zip" }).click();
   const bytes = await fs.readFile((await (await downloading).path())!);
-  expect(sha256(bytes)).toBe(sha256(account.deliveredFiles["reviews.jsonl"]));
+  expect(sha256(bytes)).toBe(sha256(account.deliveredFiles["reviews.zip"]));
 
   // The token is not an API key, and opens no other order: not the buyer's, not anyone else's.
   const asKey = await guest.request.get("/api/v1/orders", { headers: { Authorization: `Bearer ${token}` } });

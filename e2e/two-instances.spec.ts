@@ -55,11 +55,11 @@ test("a session, keys, revocations, downloads and the rate limit span both insta
   // A delivered file in the shared bucket, registered as an operator does (order:add-file --from).
   const bytes = randomBytes(100_000);
   const delivered = await order(account.id, { files: {} });
-  await s3.putObject(`exports/${delivered.id}.csv`, bytes);
+  await s3.putObject(`exports/${delivered.id}.bin`, bytes);
   Object.assign(process.env, { ...s3.env, STORAGE_DRIVER: process.env.STORAGE_DRIVER ?? "local" });
   const file = await registerStoredObject({
     orderId: delivered.id,
-    location: `s3://${TEST_BUCKET}/exports/${delivered.id}.csv`,
+    location: `s3://${TEST_BUCKET}/exports/${delivered.id}.bin`,
   });
 
   // Signed in on instance 1; the same session cookie works on instance 2 (host-only cookies ignore the port).

@@ -38,6 +38,9 @@ export const FILE_NAME_MAX_BYTES = 245;
 /** A table lists the notices posted about it in the last this many days (Part 6). */
 export const NOTICE_DAYS = 90;
 
+/** The parts of a failed or rejected publication leave storage this many days after the decision (Part 8). */
+export const FAILED_PARTS_KEPT_DAYS = 7;
+
 /** `limit` of the order list: 1 to 50, 20 when not given. */
 export const ORDER_PAGE_SIZE = { min: 1, max: 50, default: 20 } as const;
 

@@ -1166,7 +1166,8 @@ def _note_no_rendition(report, order, file, reason):
 
 def _settle_superseded(root, order, manifest, delete, report, refuse):
     """The files the manifest records for a delivered order whose id left its `files` list (a new snapshot
-    version replaced them): reported as kept, or with `delete` removed (regular files only)."""
+    version replaced them, or, synced from an older server, they were parts of a failed or rejected publication):
+    reported as kept, or with `delete` removed (regular files only)."""
     entry = manifest["orders"].get(order.get("id"))
     if not entry or _order_id_problem(order.get("id")):
         return
@@ -1220,7 +1221,8 @@ def _settle_refunded(root, order, manifest, delete, refuse):
 
 
 def sync(client, directory, delete=False, on_file=None, on_bytes=None, format=None):
-    """Mirrors every delivered order's files into directory/<order id>/<file name>.
+    """Mirrors every delivered order's files into directory/<order id>/<file name>: its `files` list, which holds
+    binary files and the parts of each table's current version, never a publication that is not a version.
 
     Skips files already there and verified, resumes partial ones, removes nothing unless `delete`
     (then what the manifest says this tool wrote for refunded orders), keeps a manifest. With `format`

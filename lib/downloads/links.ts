@@ -5,6 +5,7 @@ import { AppError } from "../errors";
 import { isTypedId } from "../ids";
 import { countDownloadRedirect } from "../metrics";
 import { notDelivered } from "../orders/queries";
+import { SEEN_FILE_WHERE } from "../orders/seen-files";
 import { driverOf, localStorage } from "../storage";
 import { presignedGetUrl } from "../storage/s3";
 import { contentDisposition } from "./http";
@@ -75,8 +76,9 @@ async function servedObject(servedId: string) {
   if (!isTypedId("fil", fileId) || rest.length > 0 || (format !== undefined && !rendition)) {
     throw new AppError("file_not_found", "This file no longer exists.");
   }
-  const file = await db().orderFile.findUnique({
-    where: { id: fileId },
+  // Only what the buyer may see (lib/orders/seen-files.ts), as every door to a file.
+  const file = await db().orderFile.findFirst({
+    where: { id: fileId, ...SEEN_FILE_WHERE },
     select: {
       id: true,
       name: true,

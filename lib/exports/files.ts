@@ -3,6 +3,7 @@ import { db } from "../db/client";
 import { downloadTargetFor } from "../datasets/access";
 import { renditionName, RENDITION_CONTENT_TYPES, type RenditionFormat } from "../data-formats";
 import { AppError } from "../errors";
+import { SEEN_FILE_WHERE } from "../orders/seen-files";
 import { driverOf, localStorage } from "../storage";
 import { readS3Object } from "../storage/s3";
 import type { ExportFormat } from "./config";
@@ -49,19 +50,19 @@ type OriginalFile = {
 
 /**
  * The files a run exports, in a stable order: the order's files as the API lists them (contract
- * Part 4), each part of a table with its `{name, version}`. A file whose publication is not yet a
- * version is left to the run its version starts, and a failed publication's parts, which are no
- * version, are not exported; a snapshot table's older parts are not either. A table.updated run
- * takes only that version's parts (`scope.table`).
+ * Part 4), each part of a table with its `{name, version}`. Only files the buyer may see
+ * (lib/orders/seen-files.ts): a part of a publication not yet a version is left to the run its
+ * version starts, and a failed or rejected publication's parts are never exported; a snapshot
+ * table's older parts are not either. A table.updated run takes only that version's parts
+ * (`scope.table`).
  */
 export async function filesOfRun(scope: RunScope): Promise<OriginalFile[]> {
   const files = await db().orderFile.findMany({
     where: {
       orderId: scope.orderId,
       origin: "delivered",
-      ...(scope.table
-        ? { publication: { version: scope.table.version, status: "ready", table: { name: scope.table.name } } }
-        : { OR: [{ publicationId: null }, { publication: { status: "ready" } }] }),
+      ...(scope.table ? { publication: { version: scope.table.version, table: { name: scope.table.name } } } : {}),
+      AND: [SEEN_FILE_WHERE],
     },
     orderBy: [{ createdAt: "asc" }, { id: "asc" }],
     select: {

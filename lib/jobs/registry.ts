@@ -4,6 +4,7 @@ import { errorFields, logger } from "../log";
 import { closeEnginePool, datasetEngineProcesses } from "../engine/engine-pool";
 import { handleProfileJob, handleRenditionJob } from "../datasets/jobs";
 import { continuePublicationOf, handlePublicationJob, sweepPublications } from "../tables/pipeline";
+import { sweepFailedParts } from "../tables/failed-parts";
 import { handleDeliveryJob, requeueStrandedMessages } from "../webhooks/deliver";
 import { exportConcurrency } from "../exports/fairness";
 import { handleExportJob, requeueStrandedRuns } from "../exports/runs";
@@ -17,7 +18,7 @@ const DEFAULT_SUBSET_SWEEP_CRON = "17 * * * *";
 
 /**
  * The worker of this application's jobs: webhook deliveries (and a sweep for stranded ones each minute), the key lifecycle (on a cron, and
- * once at start), file profiles, table subsets (and their hourly sweep, once at start too), export runs (and their sweep) and notice e-mails. Run inside the app's process unless JOBS_WORKER=off, or on
+ * once at start), file profiles, table versions (and the hourly removal of failed publications' parts), table subsets (and their hourly sweep, once at start too), export runs (and their sweep) and notice e-mails. Run inside the app's process unless JOBS_WORKER=off, or on
  * its own with `npm run worker`; any number may run against one database.
  */
 export async function startJobWorker(): Promise<() => Promise<void>> {
@@ -43,6 +44,9 @@ export async function startJobWorker(): Promise<() => Promise<void>> {
       [QUEUES.tablePublicationSweep]: async () => {
         await sweepPublications();
       },
+      [QUEUES.failedPartsSweep]: async () => {
+        await sweepFailedParts();
+      },
       [QUEUES.exportRun]: handleExportJob,
       [QUEUES.exportSweep]: async () => {
         await requeueStrandedRuns();
@@ -60,6 +64,8 @@ export async function startJobWorker(): Promise<() => Promise<void>> {
       [QUEUES.keyLifecycle]: process.env.KEY_LIFECYCLE_CRON || DEFAULT_KEY_LIFECYCLE_CRON,
       [QUEUES.webhookSweep]: "* * * * *",
       [QUEUES.tablePublicationSweep]: "*/5 * * * *",
+      // Kept 7 days from the decision: removed within the hour after.
+      [QUEUES.failedPartsSweep]: "41 * * * *",
       [QUEUES.exportSweep]: "* * * * *",
       [QUEUES.tableSubsetSweep]: process.env.SUBSET_SWEEP_CRON || DEFAULT_SUBSET_SWEEP_CRON,
     },

@@ -5,6 +5,7 @@ import { AppError } from "../errors";
 import { describeId, isTypedId } from "../ids";
 import type { orderSchema } from "../schemas/api";
 import type { OrderStatus } from "../schemas/order-status";
+import { SEEN_FILE } from "./seen-files";
 
 /**
  * Reads of a buyer's orders for the API. The tenant boundary lives here, once: every query is
@@ -61,19 +62,17 @@ export const TABLE_JSON = Prisma.sql`json_build_object(
 )`;
 
 /**
- * An order's files as the buyer sees them: delivered files (never change files), each with its
- * table. A part is listed once its publication's parts are all stored; a snapshot table's parts
- * leave the list when a newer version is made (they stay downloadable by id until pruned); a
- * failed publication's parts stay listed, as the delivered files they are.
+ * An order's files as the buyer sees them listed: delivered files (never change files) the buyer
+ * may see (./seen-files.ts: no part of a publication that is not a version), each with its table.
+ * A snapshot table's parts leave the list when a newer version is made (they stay downloadable by
+ * id until pruned); an append table's stay, as its data is every version's rows.
  */
 const LISTED_FILES_FROM = Prisma.sql`
   FROM order_files f
   LEFT JOIN table_publications p ON p.id = f.publication_id
   LEFT JOIN order_tables t ON t.id = p.table_id
-  WHERE f.origin = 'delivered' AND (
-    f.publication_id IS NULL
-    OR p.status IN ('processing', 'failed')
-    OR (p.status = 'ready' AND (t.mode = 'append' OR p.version = t.current_version)))`;
+  WHERE f.origin = 'delivered' AND ${SEEN_FILE}
+    AND (f.publication_id IS NULL OR t.mode = 'append' OR p.version = t.current_version)`;
 
 /** An order row `o` as the API's Order object, files oldest first, tables by name. */
 const ORDER_JSON = Prisma.sql`json_build_object(
@@ -155,7 +154,7 @@ export type DownloadableFile = {
   profileError: string | null;
 };
 
-/** A file the buyer may download now: the order is theirs, the file is in it, the order is delivered. */
+/** A file the buyer may download now: the order is theirs, the file is in it and theirs to see, the order is delivered. */
 export async function getDownloadableFile(
   buyerId: string,
   orderId: string,
@@ -163,14 +162,18 @@ export async function getDownloadableFile(
   sql: SqlRunner = sqlQuery,
 ): Promise<DownloadableFile> {
   if (!isTypedId("ord", orderId)) throw orderNotFound(orderId);
-  // One row for the buyer's order, with the file's columns when the order has that file. A
+  // One row for the buyer's order, with the file's columns when the order has that file and the
+  // buyer may see it (a part of a publication that is no version is answered as no file). A
   // malformed file id matches no file (and never reaches PostgreSQL as given).
+  const query = Prisma.sql`
+    SELECT o.status AS "orderStatus", f.id, f.name, f.content_type AS "contentType", f.storage_key AS "storageKey",
+           f.format, f.profile_status AS "profileStatus", f.profile_error AS "profileError"
+    FROM orders o LEFT JOIN order_files f ON f.order_id = o.id AND f.id = ${isTypedId("fil", fileId) ? fileId : ""}
+      AND ${SEEN_FILE}
+    WHERE o.id = ${orderId} AND o.buyer_id = ${buyerId}`;
   const [row] = await sql<{ orderStatus: OrderStatus } & { [K in keyof DownloadableFile]: DownloadableFile[K] | null }>(
-    `SELECT o.status AS "orderStatus", f.id, f.name, f.content_type AS "contentType", f.storage_key AS "storageKey", f.format,
-            f.profile_status AS "profileStatus", f.profile_error AS "profileError"
-     FROM orders o LEFT JOIN order_files f ON f.order_id = o.id AND f.id = $3
-     WHERE o.id = $1 AND o.buyer_id = $2`,
-    [orderId, buyerId, isTypedId("fil", fileId) ? fileId : ""],
+    query.text,
+    query.values,
   );
   if (!row) throw orderNotFound(orderId);
   if (!row.id) throw new AppError("file_not_found", `Order ${orderId} has no file ${describeId("fil", fileId)}.`);

@@ -24,6 +24,8 @@ export const QUEUES = {
   tablePublication: "table-publication",
   /** Queue again every publication in processing whose job is gone (every few minutes). */
   tablePublicationSweep: "table-publication-sweep",
+  /** Remove the parts of publications failed or rejected 7 days ago (hourly; lib/tables/failed-parts.ts). */
+  failedPartsSweep: "failed-parts-sweep",
   /** Expiry reminders and key events, and retirements of replaced keys. */
   keyLifecycle: "key-lifecycle",
   /** An e-mail to send (expiry reminders, a disabled endpoint). */
@@ -68,6 +70,7 @@ const QUEUE_OPTIONS: Record<QueueName, PgBoss.Queue> = {
     retryBackoff: true,
   },
   [QUEUES.tablePublicationSweep]: { name: QUEUES.tablePublicationSweep, expireInSeconds: 300, retryLimit: 0 },
+  [QUEUES.failedPartsSweep]: { name: QUEUES.failedPartsSweep, expireInSeconds: 600, retryLimit: 0 },
   [QUEUES.mail]: { name: QUEUES.mail, expireInSeconds: 120, retryLimit: 5, retryDelay: 60, retryBackoff: true },
   // An export may copy hundreds of GB; its run's own lease (renewed while it copies) keeps a second
   // worker off it, and its own schedule retries it, so the job only retries a handler that threw.

@@ -103,8 +103,9 @@ export const fileSchema = z
     table: z
       .object({
         name: z.string().meta({ example: "products" }),
-        version: z.number().int().nullable().meta({
-          description: "The table version this file is a part of; null until its publication becomes a version.",
+        version: z.number().int().meta({
+          description:
+            "The table version this file is a part of (a publication's parts are files of the order only once it is a version).",
           example: 3,
         }),
       })
@@ -160,7 +161,7 @@ export const orderSchema = z
     downloadable: z.boolean().meta({ description: "True only when status is delivered." }),
     files: z.array(fileSchema).meta({
       description:
-        "The order's files: binary files and the parts of its tables' current versions (an append table's every version), and parts of publications not yet versions.",
+        "The order's files: binary files and the parts of its tables' current versions (an append table's every version); never parts of a publication that is not a version (processing, held, failed or rejected).",
     }),
     tables: z.array(tableSchema),
   })

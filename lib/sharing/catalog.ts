@@ -1,14 +1,16 @@
 import { sqlQuery } from "../db/client";
 import type { ColumnStats } from "../engine/parquet-stats";
 import type { Column } from "../datasets/profile";
+import { SEEN_FILE } from "../orders/seen-files";
 
 /**
  * What a buyer's share holds, read from PostgreSQL. The tenant boundary is here, once: every
  * statement is scoped by the buyer's id and by the order being delivered, so another buyer's
  * order, a refunded one and an unfinished one are all simply absent (a refund hides its tables at
  * the very next request). A table is a table of such an order (contract Part 4) with at least one
- * version; its versions' parts are its files, each served as its ready Parquet rendition. Lists are
- * keyset-paged, so pages neither overlap nor skip when orders arrive.
+ * version; its versions' parts are its files (those the buyer may see: lib/orders/seen-files.ts),
+ * each served as its ready Parquet rendition. Lists are keyset-paged, so pages neither overlap nor
+ * skip when orders arrive.
  */
 
 export type SharedSchema = { orderId: string; orderName: string };
@@ -133,6 +135,7 @@ export async function sharedParts(buyerId: string, tableId: string, versions: nu
      JOIN order_files f ON f.publication_id = v.publication_id AND f.order_id = o.id
      JOIN file_renditions r ON r.file_id = f.id AND r.format = 'parquet' AND r.status = 'ready'
      WHERE ${DELIVERED} AND v.table_id = $2 AND v.version = ANY($3::int[]) AND v.pruned_at IS NULL
+       AND ${SEEN_FILE.text}
      ORDER BY v.version, f.name COLLATE "C"`,
     [buyerId, tableId, versions],
   );

@@ -23,6 +23,11 @@ export type VersionHistory = {
     created_at: string;
     version: number | null;
     parts: string[];
+    /**
+     * Its stored parts. Only the operator sees those of a publication that is no version (Part 8);
+     * a failed or rejected one's are removed after a while (./failed-parts.ts), its names stay.
+     */
+    files: { id: string; name: string; size: number }[];
     /** Its quality report once made (Part 6), else null. */
     report: QualityReport | null;
   }[];
@@ -58,6 +63,11 @@ export async function tableHistory(orderId: string, name: string): Promise<Versi
         version: true,
         partNames: true,
         report: true,
+        parts: {
+          where: { origin: "delivered" },
+          orderBy: { name: "asc" },
+          select: { id: true, name: true, size: true },
+        },
       },
     }),
   ]);
@@ -77,6 +87,7 @@ export async function tableHistory(orderId: string, name: string): Promise<Versi
       created_at: publication.createdAt.toISOString(),
       version: publication.version,
       parts: publication.partNames,
+      files: publication.parts.map((part) => ({ id: part.id, name: part.name, size: Number(part.size) })),
       report: publication.report as QualityReport | null,
     })),
   };

@@ -13,8 +13,8 @@ import {
   type AddedFile,
   type FileSource,
 } from "../orders/files";
-import { errorFields, logger } from "../log";
-import { driverOf, hashStream, fileStorage } from "../storage";
+import { hashStream, fileStorage } from "../storage";
+import { failedPartsNamed, removeFailedParts } from "./failed-parts";
 import { tableNameProblem } from "./names";
 
 /**
@@ -198,49 +198,6 @@ async function completedPublication(
       contentType: row.contentType,
     })),
   };
-}
-
-type FailedPart = {
-  id: string;
-  publicationId: string | null;
-  storageKey: string;
-  registered: boolean;
-  renditions: { storageKey: string | null }[];
-};
-
-/** The parts of the table's failed publications that hold any of `names` (no version points at them). */
-async function failedPartsNamed(tableId: string, names: string[]): Promise<FailedPart[]> {
-  return db().orderFile.findMany({
-    where: { origin: "delivered", name: { in: names }, publication: { tableId, status: "failed" } },
-    select: {
-      id: true,
-      publicationId: true,
-      storageKey: true,
-      registered: true,
-      renditions: { select: { storageKey: true } },
-    },
-  });
-}
-
-/**
- * Removes failed parts whose names are published again: rows first (their renditions go with them),
- * then their objects, as a prune does (a run killed between leaves at worst an object no row points
- * at). The failed publication stays, with its reason, in `table:versions`.
- */
-async function removeFailedParts(parts: FailedPart[]): Promise<void> {
-  if (parts.length === 0) return;
-  await db().orderFile.deleteMany({ where: { id: { in: parts.map((part) => part.id) } } });
-  const objects = parts.flatMap((part) => [
-    ...(part.registered ? [] : [part.storageKey]),
-    ...part.renditions.flatMap((rendition) => (rendition.storageKey ? [rendition.storageKey] : [])),
-  ]);
-  for (const key of objects) {
-    // Objects of another driver than the configured one (before storage:migrate switched) are left.
-    if (driverOf(key) !== fileStorage().driver) continue;
-    await fileStorage()
-      .delete(key)
-      .catch((error: unknown) => logger().warn({ key, ...errorFields(error) }, "replaced part's object not deleted"));
-  }
 }
 
 function partName(part: PartInput): string {

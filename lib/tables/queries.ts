@@ -5,6 +5,7 @@ import type { DownloadTarget } from "../downloads/links";
 import { AppError } from "../errors";
 import { isTypedId } from "../ids";
 import { FILE_JSON, isoUtc, orderNotFound, TABLE_JSON } from "../orders/queries";
+import { SEEN_FILE } from "../orders/seen-files";
 import { QUALITY_BEFORE_CHECKS } from "../schemas/quality";
 import { TABLE_NAME_PATTERN } from "./names";
 
@@ -30,7 +31,7 @@ const VERSION_JSON = Prisma.sql`json_build_object(
     FROM order_files f
     JOIN table_publications p ON p.id = f.publication_id
     JOIN order_tables t ON t.id = p.table_id
-    WHERE f.publication_id = v.publication_id), '[]'::json)
+    WHERE f.publication_id = v.publication_id AND ${SEEN_FILE}), '[]'::json)
 )`;
 
 /** The buyer's order and its table of that name: one row (null table columns when the order has no such table), or none. */

@@ -67,6 +67,7 @@ export const commands: Record<string, Command> = {
         `  ${publication.id}  ${publication.created_at}  ${publication.status}` +
         (publication.version ? ` (v${publication.version})` : "") +
         (publication.error ? `: ${publication.error}` : "") +
+        publication.files.map((file) => `\n    ${file.id} "${file.name}" (${file.size} bytes)`).join("") +
         (publication.status === "held"
           ? `\n    held by: ${publication
               .report!.checks.filter((check) => check.outcome === "held")
@@ -86,11 +87,12 @@ export const commands: Record<string, Command> = {
           changes,
           quality,
         })),
-        publications: history.publications.map(({ id, status, error, created_at, report }) => ({
+        publications: history.publications.map(({ id, status, error, created_at, files, report }) => ({
           id,
           status,
           error,
           created_at,
+          files,
           report,
         })),
       },

@@ -8,6 +8,7 @@ import { signDownloadToken } from "../../lib/downloads/token";
 import { generateSecret } from "../../lib/keys/secret";
 import { createShareLink } from "../../lib/share-links";
 import { enableSocialAccess, importSocialProfiles } from "../../lib/social/admin";
+import { processPendingNow } from "../../lib/tables/pipeline";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";
 import { startServer, TEST_AUTH_SECRET, type TestServer } from "../helpers/server";
@@ -41,6 +42,8 @@ beforeAll(async () => {
   process.env.AUTH_SECRET = TEST_AUTH_SECRET;
   const account = await buyer("hostile");
   const delivered = await order(account.id, { files: { "data.csv": Buffer.from("a,b\n1,2\n") } });
+  // A data file is seen once its table's version is made (contract Part 8).
+  await processPendingNow();
   fixtures.orderId = delivered.id;
   fixtures.fileId = delivered.files[0]!.id;
   fixtures.key = (await apiKey(account.id)).secret;

@@ -22,7 +22,7 @@ beforeAll(async () => {
   env = await createTestEnvironment("observability");
   account = await buyer("observability");
   key = (await apiKey(account.id)).secret;
-  delivered = await order(account.id, { files: { "a.csv": Buffer.from("a\n") } });
+  delivered = await order(account.id, { files: { "a.txt": Buffer.from("a\n") } });
   [server, withoutMetrics] = await Promise.all([
     startServer({ databaseUrl: env.database.url, storageDir: env.storageDir, env: { METRICS_TOKEN, REDIS_URL: "" } }),
     startServer({ databaseUrl: env.database.url, storageDir: env.storageDir, env: { METRICS_TOKEN: "" } }),

@@ -34,12 +34,14 @@ beforeAll(async () => {
   delivered = await order(a.id, {
     name: "Delivered",
     paidAt: new Date(Date.now() - 3 * DAY),
-    files: { "prices.csv": bigFile, "notes.txt": Buffer.from("hello\n") },
+    // Binary files, listed at once: a data file added on its own is a table's publication, which no
+    // buyer sees until it is a version (contract Part 8; tests/tables/unseen.test.ts).
+    files: { "prices.bin": bigFile, "notes.txt": Buffer.from("hello\n") },
   });
-  refunded = await order(a.id, { name: "Refunded", status: "refunded", files: { "r.csv": Buffer.from("r\n") } });
-  unfinished = await order(a.id, { name: "Unfinished", status: "unfinished", files: { "u.csv": Buffer.from("u\n") } });
+  refunded = await order(a.id, { name: "Refunded", status: "refunded", files: { "r.txt": Buffer.from("r\n") } });
+  unfinished = await order(a.id, { name: "Unfinished", status: "unfinished", files: { "u.txt": Buffer.from("u\n") } });
   // B's order must never show in A's list.
-  await order(b.id, { name: "B's", files: { "b.csv": Buffer.from("b\n") } });
+  await order(b.id, { name: "B's", files: { "b.txt": Buffer.from("b\n") } });
   keyA = (await apiKey(a.id)).secret;
   keyB = (await apiKey(b.id)).secret;
 
@@ -132,34 +134,21 @@ describe("orders", () => {
     expect(orderSchema.parse(body)).toMatchObject({ id: delivered.id, status: "delivered", downloadable: true });
     expect(body.files[0]).toEqual({
       id: delivered.files[0]!.id,
-      name: "prices.csv",
+      name: "prices.bin",
       size: bigFile.length,
-      content_type: "text/csv",
+      content_type: "application/octet-stream",
       sha256: sha256(bigFile),
       created_at: expect.stringMatching(/Z$/),
-      // Random bytes named .csv: its profile is pending or has failed by now, never ready.
-      format: "csv",
+      format: "binary",
       compression: null,
-      profile_status: expect.stringMatching(/^(pending|failed)$/),
+      profile_status: "none",
       rows: null,
       columns: null,
-      profile_error: body.files[0].profile_status === "failed" ? expect.stringMatching(/binary data/) : null,
+      profile_error: null,
       renditions: [],
-      // A data file added on its own is the one part of a table named after it (contract Part 4).
-      table: { name: "prices", version: null },
+      table: null,
     });
-    expect(body.tables).toEqual([
-      {
-        name: "prices",
-        mode: "snapshot",
-        key: null,
-        version: null,
-        rows: null,
-        columns: null,
-        updated_at: null,
-        notices: [],
-      },
-    ]);
+    expect(body.tables).toEqual([]);
     const refundedBody = orderSchema.parse(await (await api(`/orders/${refunded.id}`, keyA)).json());
     expect(refundedBody.downloadable).toBe(false);
   });
@@ -199,8 +188,8 @@ describe(`downloads (${objectStorage ? "s3" : "local"} storage)`, () => {
     const whole = await fetch(location);
     expect(whole.status).toBe(200);
     expect(whole.headers.get("content-length")).toBe(String(bigFile.length));
-    expect(whole.headers.get("content-disposition")).toMatch(/^attachment; filename="prices.csv"/);
-    expect(whole.headers.get("content-type")).toBe("text/csv");
+    expect(whole.headers.get("content-disposition")).toMatch(/^attachment; filename="prices.bin"/);
+    expect(whole.headers.get("content-type")).toBe("application/octet-stream");
     expect(whole.headers.get("etag")).toBe(objectStorage ? first.headers.get("etag") : `"${sha256(bigFile)}"`);
     expect(sha256(Buffer.from(await whole.arrayBuffer()))).toBe(sha256(bigFile));
 
@@ -210,12 +199,12 @@ describe(`downloads (${objectStorage ? "s3" : "local"} storage)`, () => {
       const head = await fetch(location, { method: "HEAD" });
       expect(head.status).toBe(200);
       expect(head.headers.get("content-length")).toBe(String(bigFile.length));
-      expect(head.headers.get("content-type")).toBe("text/csv");
+      expect(head.headers.get("content-type")).toBe("application/octet-stream");
     }
   });
 
   it("checks the order's status, and refuses tampered links", async () => {
-    const target = await order(a.id, { name: "Soon refunded", files: { "x.csv": Buffer.from("x\n") } });
+    const target = await order(a.id, { name: "Soon refunded", files: { "x.txt": Buffer.from("x\n") } });
     const download = () => api(`/orders/${target.id}/files/${target.files[0]!.id}`, keyA);
     const location = (await download()).headers.get("location")!;
     const tampered = location.slice(0, -2) + (location.endsWith("A") ? "BB" : "AA");

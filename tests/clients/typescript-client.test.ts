@@ -46,7 +46,8 @@ beforeAll(async () => {
           const content = Buffer.from(`order ${index} file ${i}\n`.repeat(1 + (i % 7)));
           await addOrderFile({
             orderId: created.id,
-            name: `part-${String(i).padStart(4, "0")}.csv`,
+            // Binary, listed at once: a data file is a table's part, seen once its version is made (Part 8).
+            name: `part-${String(i).padStart(4, "0")}.txt`,
             source: Readable.from([content]),
           });
         }

@@ -106,7 +106,8 @@ async function files(fresh = false): Promise<ApiFile[]> {
   return cachedFiles;
 }
 
-const fileNamed = async (name: string, fresh = false) => (await files(fresh)).find((file) => file.name === name)!;
+const listed = async (name: string, fresh = false) => (await files(fresh)).find((file) => file.name === name);
+const fileNamed = async (name: string, fresh = false) => (await listed(name, fresh))!;
 
 /** Follows a download's 302 to its signed URL and returns the bytes. */
 async function download(file: ApiFile, format?: string): Promise<Buffer> {
@@ -180,20 +181,21 @@ describe("profiles of delivered files", () => {
     "random.jsonl",
     "long-line.csv",
     "bomb.csv.gz",
-  ])("%s fails with a reason a buyer can read, and stays downloadable", async (name) => {
-    const { reason, content } = (await badFiles(workDir))[name]!;
-    const file = await fileNamed(name);
-    expect(file.profile_status).toBe("failed");
-    expect(file.profile_error).toMatch(reason);
-    expect(file.profile_error).not.toMatch(/\/tmp\/|storage|\n/); // no server paths, one line
-    expect(file.rows).toBeNull();
-    expect(sha256(await download(file))).toBe(sha256(content));
-    await expectProblem(
-      await get(`/orders/${orderId}/files/${file.id}/preview`),
-      404,
-      "preview_not_available",
-      /could not be read/,
-    );
+  ])("%s fails with a reason the operator reads; no buyer sees it (its publication failed)", async (name) => {
+    const { reason } = (await badFiles(workDir))[name]!;
+    const row = await db().orderFile.findFirstOrThrow({
+      where: { orderId, name },
+      select: { id: true, profileStatus: true, profileError: true, rows: true, publication: true },
+    });
+    expect(row).toMatchObject({ profileStatus: "failed", rows: null });
+    expect(row.profileError).toMatch(reason);
+    expect(row.profileError).not.toMatch(/\/tmp\/|storage|\n/); // no server paths, one line
+    // table:versions shows why: a part of a failed publication is no file of the order (contract Part 8).
+    expect(row.publication).toMatchObject({ status: "failed", error: expect.stringContaining(row.profileError!) });
+    expect(await listed(name)).toBeUndefined();
+    for (const suffix of ["", "?format=parquet", "/preview"]) {
+      await expectProblem(await get(`/orders/${orderId}/files/${row.id}${suffix}`), 404, "file_not_found");
+    }
   });
 });
 
@@ -296,14 +298,8 @@ describe("formats", () => {
     await expectProblem(await get(`/orders/${orderId}/files/${file.id}?${query}`), status, code);
   });
 
-  it("has no rendition of a binary file or of one whose data could not be read", async () => {
-    for (const name of ["archive.bin", "ragged.csv"]) {
-      const file = await fileNamed(name);
-      await expectProblem(
-        await get(`/orders/${orderId}/files/${file.id}?format=parquet`),
-        404,
-        "preview_not_available",
-      );
-    }
+  it("has no rendition of a binary file", async () => {
+    const file = await fileNamed("archive.bin");
+    await expectProblem(await get(`/orders/${orderId}/files/${file.id}?format=parquet`), 404, "preview_not_available");
   });
 });

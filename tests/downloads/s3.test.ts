@@ -47,7 +47,9 @@ beforeAll(async () => {
     responseChecksumValidation: "WHEN_REQUIRED",
   });
   account = await buyer("s3");
-  delivered = await order(account.id, { files: { "prices.csv": big, "données 2026.csv": Buffer.from("a,b\n") } });
+  // Binary files, listed at once: a data file added on its own is a table's publication, which no
+  // buyer sees until it is a version (contract Part 8; tests/tables/unseen.test.ts).
+  delivered = await order(account.id, { files: { "prices.bin": big, "données 2026.bin": Buffer.from("a,b\n") } });
   key = (await apiKey(account.id)).secret;
   server = await startServer({ databaseUrl: env.database.url, storageDir: env.storageDir, env: s3.env });
 }, 180_000);
@@ -73,16 +75,14 @@ describe("downloads from object storage", () => {
   it("stores uploads in the bucket, multipart, with the file's sha256", async () => {
     const rows = await db().orderFile.findMany({ where: { orderId: delivered.id } });
     expect(rows.map((row) => row.storageKey)).toEqual(
-      // A part's object is named by its publication and part name, so a publish run again rewrites it.
-      rows.map(() =>
-        expect.stringMatching(new RegExp(`^s3://${TEST_BUCKET}/ord_[0-9a-f]{32}/pub_[0-9a-f]{32}-[\\w.-]+$`)),
-      ),
+      // A file of no table is named by a random id under its order (a table's part by its publication and name).
+      rows.map(() => expect.stringMatching(new RegExp(`^s3://${TEST_BUCKET}/ord_[0-9a-f]{32}/[0-9a-f-]{36}$`))),
     );
-    expect(delivered.files.find((file) => file.name === "prices.csv")!.sha256).toBe(sha256(big));
+    expect(delivered.files.find((file) => file.name === "prices.bin")!.sha256).toBe(sha256(big));
   });
 
   it("redirects the API download to a presigned GET of the store, valid at most 5 minutes", async () => {
-    const file = delivered.files.find((f) => f.name === "prices.csv")!;
+    const file = delivered.files.find((f) => f.name === "prices.bin")!;
     const location = await presignedLocation(delivered.id, file.id);
     expect(location.origin).toBe(s3.endpoint);
     expect(Number(location.searchParams.get("X-Amz-Expires"))).toBeLessThanOrEqual(300);
@@ -90,9 +90,9 @@ describe("downloads from object storage", () => {
     const whole = await fetch(location);
     expect(whole.status).toBe(200);
     expect(whole.headers.get("content-disposition")).toBe(
-      `attachment; filename="prices.csv"; filename*=UTF-8''prices.csv`,
+      `attachment; filename="prices.bin"; filename*=UTF-8''prices.bin`,
     );
-    expect(whole.headers.get("content-type")).toBe("text/csv");
+    expect(whole.headers.get("content-type")).toBe("application/octet-stream");
     expect(whole.headers.get("content-length")).toBe(String(big.length));
     const etag = whole.headers.get("etag");
     expect(etag).toMatch(/^".+"$/);
@@ -110,10 +110,10 @@ describe("downloads from object storage", () => {
   });
 
   it("names a non-ASCII file exactly, in filename*", async () => {
-    const file = delivered.files.find((f) => f.name === "données 2026.csv")!;
+    const file = delivered.files.find((f) => f.name === "données 2026.bin")!;
     const response = await fetch(await presignedLocation(delivered.id, file.id));
     expect(response.headers.get("content-disposition")).toBe(
-      `attachment; filename="donn_es 2026.csv"; filename*=UTF-8''donn%C3%A9es%202026.csv`,
+      `attachment; filename="donn_es 2026.bin"; filename*=UTF-8''donn%C3%A9es%202026.bin`,
     );
     expect(await response.text()).toBe("a,b\n");
   });
@@ -139,7 +139,7 @@ describe("downloads from object storage", () => {
   });
 
   it("checks the order's status when the link is issued", async () => {
-    const refunded = await order(account.id, { files: { "r.csv": Buffer.from("r\n") } });
+    const refunded = await order(account.id, { files: { "r.txt": Buffer.from("r\n") } });
     await setOrderStatus(refunded.id, "refunded");
     await expectProblem(await api(`/orders/${refunded.id}/files/${refunded.files[0]!.id}`), 409, "order_not_delivered");
   });
@@ -202,7 +202,7 @@ describe("order:add-file with object storage", () => {
   it("registers an object already in a bucket without copying it", async () => {
     const target = await order(account.id, { files: {} });
     const bytes = randomBytes(300_000);
-    await s3.putObject("exports/2026/listings.jsonl", bytes, {
+    await s3.putObject("exports/2026/listings.bin", bytes, {
       bucket: OTHER_BUCKET,
       contentType: "application/x-ndjson",
     });
@@ -214,25 +214,25 @@ describe("order:add-file with object storage", () => {
       "--order",
       target.id,
       "--from",
-      `s3://${OTHER_BUCKET}/exports/2026/listings.jsonl`,
+      `s3://${OTHER_BUCKET}/exports/2026/listings.bin`,
       "--json",
     ]);
     expect(run.stderr).toBe("");
     expect(run.code).toBe(0);
     const added = JSON.parse(run.stdout);
     expect(added).toMatchObject({
-      name: "listings.jsonl",
+      name: "listings.bin",
       size: bytes.length,
       sha256: sha256(bytes),
       content_type: "application/x-ndjson",
     });
-    // Nothing copied: the only objects the order may gain are what the worker derives from the file (its
-    // Parquet rendition and its version's change file), never the file's bytes again.
+    // Nothing copied: the only objects the order may gain are what the worker derives from files, never
+    // the file's bytes again. (A binary file: a data file would be unseen until its version is made.)
     const gained = (await objectKeys()).filter((key) => !before.includes(key));
     expect(gained.every((key) => key.startsWith(`${target.id}/`))).toBe(true);
     for (const key of gained) expect(sha256(await s3.objectBytes(key))).not.toBe(sha256(bytes));
     const row = await db().orderFile.findUniqueOrThrow({ where: { id: added.id } });
-    expect(row.storageKey).toBe(`s3://${OTHER_BUCKET}/exports/2026/listings.jsonl`);
+    expect(row.storageKey).toBe(`s3://${OTHER_BUCKET}/exports/2026/listings.bin`);
     const location = await presignedLocation(target.id, added.id);
     expect(sha256(Buffer.from(await (await fetch(location)).arrayBuffer()))).toBe(sha256(bytes));
   });
@@ -242,9 +242,9 @@ describe("order:add-file with object storage", () => {
     ["a missing bucket", "s3://no-such-bucket/data.csv", {}, /s3:\/\/no-such-bucket\/data\.csv/],
     [
       "denied access",
-      `s3://${OTHER_BUCKET}/exports/2026/listings.jsonl`,
+      `s3://${OTHER_BUCKET}/exports/2026/listings.bin`,
       { AWS_SECRET_ACCESS_KEY: "wrong" },
-      /Access to s3:\/\/seller-uploads\/exports\/2026\/listings\.jsonl was denied/,
+      /Access to s3:\/\/seller-uploads\/exports\/2026\/listings\.bin was denied/,
     ],
     ["not an S3 location", "https://example.com/x.csv", {}, /not an S3 location/],
   ])("refuses %s with a clear error naming it, and records nothing", async (_case, from, extraEnv, message) => {

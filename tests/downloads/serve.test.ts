@@ -18,7 +18,8 @@ import { expectProblem } from "../helpers/problem";
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** 1000 bytes, no two neighbouring ranges alike, so a wrong offset shows. */
 const CONTENT = Buffer.from(Array.from({ length: 1000 }, (_, index) => (index * 7) % 251));
-const FILE_NAME = 'données "2024".csv';
+// Binary: a data file added on its own is a table's part, seen only once its version is made (Part 8).
+const FILE_NAME = 'données "2024".bin';
 
 let env: TestEnvironment;
 let file: { id: string; sha256: string; size: number };
@@ -35,7 +36,7 @@ beforeAll(async () => {
   // A second order whose status the refusal tests change, so the others keep a delivered file.
   const other = await createOrder({ buyerId: buyer.id, name: "Reviews", status: "delivered" });
   otherOrderId = other.id;
-  otherFileId = (await addOrderFile({ orderId: other.id, source: Readable.from([CONTENT]), name: "reviews.csv" })).id;
+  otherFileId = (await addOrderFile({ orderId: other.id, source: Readable.from([CONTENT]), name: "reviews.bin" })).id;
 });
 
 afterEach(() => {
@@ -73,9 +74,9 @@ describe("a signed download link", () => {
     const response = await download();
     expect(response.status).toBe(200);
     expect(Object.fromEntries(response.headers)).toMatchObject({
-      "content-type": "text/csv",
+      "content-type": "application/octet-stream",
       "content-length": "1000",
-      "content-disposition": `attachment; filename="donn_es _2024_.csv"; filename*=UTF-8''donn%C3%A9es%20%222024%22.csv`,
+      "content-disposition": `attachment; filename="donn_es _2024_.bin"; filename*=UTF-8''donn%C3%A9es%20%222024%22.bin`,
       etag: `"${file.sha256}"`,
       "accept-ranges": "bytes",
       "cache-control": "private, no-store, no-transform",

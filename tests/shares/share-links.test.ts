@@ -44,7 +44,7 @@ describe("share links", () => {
   it("tell the recipient who shared the order and until when, without asking them to sign in", async () => {
     const owner = await buyer("share-page");
     await db().user.update({ where: { id: owner.id }, data: { name: "Ada at Acme" } });
-    const shared = await order(owner.id, { name: "Prices", files: { "a.csv": Buffer.from("a\n") } });
+    const shared = await order(owner.id, { name: "Prices", files: { "a.txt": Buffer.from("a\n") } });
     const now = new Date();
     const link = await createShareLink({ buyerId: owner.id, orderId: shared.id, expiry: 7, label: "for Acme", now });
     const { status, html } = await page(`/share/${link.token}`);
@@ -66,7 +66,7 @@ describe("share links", () => {
 
   it("count opens and handed-out downloads for the owner's list", async () => {
     const owner = await buyer("share-counts");
-    const shared = await order(owner.id, { files: { "a.csv": Buffer.from("a\n") } });
+    const shared = await order(owner.id, { files: { "a.txt": Buffer.from("a\n") } });
     const link = await createShareLink({ buyerId: owner.id, orderId: shared.id, expiry: 30, label: "for Bob" });
     const before = await listShareLinks(owner.id, shared.id);
     expect(before[0]).toMatchObject({ label: "for Bob", openCount: 0, lastOpenedAt: null, downloadCount: 0 });
@@ -86,7 +86,7 @@ describe("share links", () => {
     "send a download from a %s link to a page that says so and since when",
     async (state) => {
       const owner = await buyer(`share-${state}`);
-      const shared = await order(owner.id, { files: { "a.csv": Buffer.from("a\n") } });
+      const shared = await order(owner.id, { files: { "a.txt": Buffer.from("a\n") } });
       const link = await createShareLink({ buyerId: owner.id, orderId: shared.id, expiry: 1 });
       const since = new Date(Date.now() - 60_000);
       if (state === "revoked") await revokeShareLink(owner.id, link.id, since);

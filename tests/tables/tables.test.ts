@@ -110,7 +110,7 @@ describe("order:add-file", { timeout: 240_000 }, () => {
 
 // Each version waits for three jobs in a row (profile, Parquet, publication): minutes on a loaded machine.
 describe("table:publish", { timeout: 240_000 }, () => {
-  it("stores the parts, lists them at once, and makes them version 1 once profiled and checked", async () => {
+  it("stores the parts, lists them once they are version 1, profiled and checked", async () => {
     const first = await partFile(workDir, "catalog-v1-a.csv", productsCsv(products(1, 50)));
     const second = await partFile(workDir, "catalog-v1-b.csv", productsCsv(products(51, 50)));
     const answer = await runAdminJson<{ table: string; publication: string; files: { id: string; name: string }[] }>(
@@ -129,10 +129,19 @@ describe("table:publish", { timeout: 240_000 }, () => {
     );
     expect(answer).toMatchObject({ table: "catalog", publication: expect.stringMatching(/^pub_/) });
     expect(answer.files.map((file) => file.name)).toEqual(["catalog-v1-a.csv", "catalog-v1-b.csv"]);
-    // Listed at once, before they are a version.
-    const listed = (await getOrder()).files.filter((file) => file.table?.name === "catalog");
-    expect(listed.map((file) => file.id).sort()).toEqual(answer.files.map((file) => file.id).sort());
+    // Unseen until they are a version (contract Part 8), then listed.
+    const listedNow = async () =>
+      (await getOrder()).files
+        .filter((file) => file.table?.name === "catalog")
+        .map((file) => file.id)
+        .sort();
+    const status = async () =>
+      (await db().tablePublication.findUniqueOrThrow({ where: { id: answer.publication } })).status;
+    // Read in this order: a publication still not ready after the listing was not ready during it.
+    const before = await listedNow();
+    if ((await status()) !== "ready") expect(before).toEqual([]);
     expect((await publicationDone(answer.publication)).status).toBe("ready");
+    expect(await listedNow()).toEqual(answer.files.map((file) => file.id).sort());
     const catalog = (await getOrder()).tables.find((table) => table.name === "catalog")!;
     expect(catalog).toMatchObject({ mode: "snapshot", key: ["id"], version: 1, rows: 100 });
     expect(catalog.columns?.map((column) => column.name)).toEqual(["id", "name", "price"]);
@@ -160,6 +169,7 @@ describe("table:publish", { timeout: 240_000 }, () => {
         status: "ready",
         error: null,
         created_at: expect.any(String),
+        files: answer.files.map(({ id, name }) => ({ id, name, size: expect.any(Number) })),
         report: expect.objectContaining({ rows: 100, previous_rows: null, added_columns: [] }),
       },
     ]);

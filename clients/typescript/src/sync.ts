@@ -76,8 +76,8 @@ export type SyncReport = {
   refunded: RefundedOrder[];
   /**
    * Files this tool wrote for a delivered order that are no longer in its `files` list (the parts
-   * of a table's earlier snapshot version, once a new version is made): `kept`, or with `delete`
-   * `deleted`.
+   * of a table's earlier snapshot version, once a new version is made; or, synced from an older
+   * server, the parts of a failed or rejected publication): `kept`, or with `delete` `deleted`.
    */
   superseded: { order: string; file: string; action: "kept" | "deleted" }[];
   failures: { order: string; file: string; error: string }[];

@@ -325,7 +325,7 @@ export interface components {
             delivered_at: string | null;
             /** @description True only when status is delivered. */
             downloadable: boolean;
-            /** @description The order's files: binary files and the parts of its tables' current versions (an append table's every version), and parts of publications not yet versions. */
+            /** @description The order's files: binary files and the parts of its tables' current versions (an append table's every version); never parts of a publication that is not a version (processing, held, failed or rejected). */
             files: components["schemas"]["File"][];
             tables: components["schemas"]["Table"][];
         };
@@ -389,10 +389,10 @@ export interface components {
                 /** @example products */
                 name: string;
                 /**
-                 * @description The table version this file is a part of; null until its publication becomes a version.
+                 * @description The table version this file is a part of (a publication's parts are files of the order only once it is a version).
                  * @example 3
                  */
-                version: number | null;
+                version: number;
             } | null;
         };
         /** @description A column of a data file. */
