@@ -8,6 +8,7 @@ import { EngineProcessEnded, runEngineTask } from "../engine/engine-pool";
 import { AppError } from "../errors";
 import { errorFields, logger } from "../log";
 import { notDelivered } from "../orders/queries";
+import { QUEUES, sendJob } from "../queue";
 import type { OrderStatus } from "../schemas/order-status";
 import { driverOf, fileStorage, localStorage } from "../storage";
 import { S3Storage } from "../storage/s3";
@@ -64,45 +65,84 @@ type Subset = {
   status: string;
 };
 
-/** One job: the next subset in turn across accounts (whichever subset the job was sent for). */
+/**
+ * How soon a job looks again when every waiting subset's account already has one being made: one
+ * such job at a time (its singleton key), so blocked accounts cost a look every few seconds.
+ */
+const RECHECK_AFTER_MS = 2_000;
+
+/**
+ * One job: the next subset in turn across accounts (whichever subset the job was sent for). An
+ * account has at most one subset being made at a time, so two of one account's whole-table subsets
+ * never take both of the worker's engine processes: a subset of such an account waits, and a job
+ * looks again shortly.
+ */
 export async function handleSubsetJob(): Promise<void> {
-  const subsetId = await takeNextSubset();
-  if (!subsetId) return;
+  const taken = await takeNextSubset();
+  if (!taken.id) {
+    if (taken.blocked) {
+      await sendJob(
+        QUEUES.tableSubset,
+        {},
+        { startAfter: new Date(now().getTime() + RECHECK_AFTER_MS), singletonKey: "subset-recheck" },
+      );
+    }
+    return;
+  }
   try {
-    await makeSubset(subsetId);
+    await makeSubset(taken.id);
   } catch (error) {
     // For the job's retry, or any other job, to take it again.
-    await sqlQuery(`UPDATE table_subsets SET started_at = NULL WHERE id = $1 AND status = 'pending'`, [subsetId]);
+    await sqlQuery(`UPDATE table_subsets SET started_at = NULL WHERE id = $1 AND status = 'pending'`, [taken.id]);
     throw error;
   }
+  // The account may have another waiting, which no other job will take now: look again at once.
+  await sendJob(QUEUES.tableSubset, {}, { singletonKey: "subset-recheck" });
 }
 
 /**
- * Takes the next subset to make, or none. Two workers may choose the same one: the update takes it
- * only if still free (read again under its row lock), and the loser chooses again (a few times:
- * nothing taken also means nothing is waiting).
+ * Takes the next subset to make, of an account with none being made now, or none (`blocked`: some
+ * wait, each of an account already served now). Two workers may choose the same one: the update
+ * takes it only if still free (read again under its row lock), and the loser chooses again (a few
+ * times: nothing taken also means nothing is waiting).
  */
-async function takeNextSubset(at: Date = now()): Promise<string | undefined> {
+async function takeNextSubset(at: Date = now()): Promise<{ id?: string; blocked: boolean }> {
   for (let attempt = 0; attempt < 3; attempt++) {
-    const [taken] = await sqlQuery<{ id: string }>(
+    const [taken] = await sqlQuery<{ id: string | null; blocked: boolean }>(
       `WITH waiting AS (
          SELECT s.id, s.created_at, o.buyer_id FROM table_subsets s JOIN orders o ON o.id = s.order_id
          WHERE s.status = 'pending' AND (s.started_at IS NULL OR s.started_at <= $1)
        ), served AS (
-         SELECT o.buyer_id, max(s.started_at) AS served_at FROM table_subsets s JOIN orders o ON o.id = s.order_id
+         SELECT o.buyer_id, max(s.started_at) AS served_at,
+                coalesce(bool_or(s.status = 'pending' AND s.started_at > $1), false) AS being_made
+         FROM table_subsets s JOIN orders o ON o.id = s.order_id
          WHERE o.buyer_id IN (SELECT buyer_id FROM waiting) GROUP BY o.buyer_id
        ), next AS (
-         SELECT w.id FROM waiting w JOIN served USING (buyer_id)
+         SELECT w.id FROM waiting w JOIN served USING (buyer_id) WHERE NOT served.being_made
          ORDER BY served.served_at NULLS FIRST, w.created_at, w.id LIMIT 1
+       ), took AS (
+         UPDATE table_subsets SET started_at = $2 WHERE id = (SELECT id FROM next)
+           AND status = 'pending' AND (started_at IS NULL OR started_at <= $1)
+         RETURNING id
        )
-       UPDATE table_subsets SET started_at = $2 WHERE id = (SELECT id FROM next)
-         AND status = 'pending' AND (started_at IS NULL OR started_at <= $1)
-       RETURNING id`,
+       SELECT (SELECT id FROM took) AS id, EXISTS (SELECT 1 FROM waiting) AS blocked`,
       [new Date(at.getTime() - TAKEN_FOR_MS), at],
     );
-    if (taken) return taken.id;
+    if (taken?.id) return { id: taken.id, blocked: false };
+    if (!taken?.blocked) return { blocked: false };
+    // Waiting, but none free: another worker took it meanwhile (choose again), or every account is busy.
+    const [busy] = await sqlQuery<{ free: boolean }>(
+      `SELECT EXISTS (
+         SELECT 1 FROM table_subsets s JOIN orders o ON o.id = s.order_id
+         WHERE s.status = 'pending' AND (s.started_at IS NULL OR s.started_at <= $1)
+           AND NOT EXISTS (SELECT 1 FROM table_subsets r JOIN orders ro ON ro.id = r.order_id
+                           WHERE ro.buyer_id = o.buyer_id AND r.status = 'pending' AND r.started_at > $1)
+       ) AS free`,
+      [new Date(at.getTime() - TAKEN_FOR_MS)],
+    );
+    if (!busy?.free) return { blocked: true };
   }
-  return undefined;
+  return { blocked: false };
 }
 
 /** Makes one pending subset: ready with its stored object, or failed with the buyer's error. */
