@@ -74,6 +74,8 @@ export async function startJobWorker(): Promise<() => Promise<void>> {
     exportConcurrency: exportConcurrency(),
     // As many profiles at once as there are engine processes to run them.
     profileConcurrency: datasetEngineProcesses(),
+    // The same for subsets: one account's large subset then holds one process, never all of them.
+    subsetConcurrency: datasetEngineProcesses(),
   });
   await sendJob(QUEUES.keyLifecycle, {}).catch((error: unknown) =>
     logger().warn({ ...errorFields(error) }, "key lifecycle: first run not queued"),

@@ -175,7 +175,7 @@ export type JobHandlers = Partial<Record<QueueName, (data: Record<string, unknow
  * (`concurrency` deliveries at once in all, fetched every 0.5 s: a slow receiver holds up only
  * its loop, and a batch ends within the 15 s delivery timeout, well inside the job's expiry); the
  * other queues run one loop of small batches, polled every 5 s; dataset jobs one at a time per loop,
- * polled every 0.5 s, with `profileConcurrency` loops of profiles. A job whose handler throws is
+ * polled every 0.5 s, with `profileConcurrency` loops of profiles and `subsetConcurrency` of subsets. A job whose handler throws is
  * failed alone (and retried by pg-boss); the rest of its batch completes. Returns its stop function.
  */
 export async function startWorker({
@@ -184,6 +184,7 @@ export async function startWorker({
   concurrency = 100,
   exportConcurrency = 2,
   profileConcurrency = 1,
+  subsetConcurrency = 1,
   maintenanceIntervalSeconds = 15,
 }: {
   handlers: JobHandlers;
@@ -193,6 +194,11 @@ export async function startWorker({
   exportConcurrency?: number;
   /** File profiles at once (a table's parts are profiled side by side; each runs in an engine process). */
   profileConcurrency?: number;
+  /**
+   * Subsets made at once. An account has one being made at a time (lib/explore/subset-job.ts), so
+   * with two loops one account's whole-table subset holds one and the others' small ones go on.
+   */
+  subsetConcurrency?: number;
   maintenanceIntervalSeconds?: number;
 }): Promise<() => Promise<void>> {
   const boss = await startBoss({ supervise: true, schedule: true, maintenanceIntervalSeconds });
@@ -206,7 +212,9 @@ export async function startWorker({
         ? Math.max(1, exportConcurrency)
         : queue === QUEUES.datasetProfile
           ? Math.max(1, profileConcurrency)
-          : 1;
+          : queue === QUEUES.tableSubset
+            ? Math.max(1, subsetConcurrency)
+            : 1;
     const options = {
       // Dataset jobs one at a time: each may read a file of any size, with DuckDB's memory bounded per process.
       batchSize: deliveries
