@@ -388,6 +388,29 @@ describe("fair shares", { timeout: 300_000 }, () => {
     expect((await subset(heavy.orderId, { where: "id > 9" }, { key: heavy.key })).status).toBe(202);
   });
 
+  it("makes one subset of an account at a time, though the worker has a loop free for its second", async () => {
+    const pending = async () =>
+      (await sqlQuery(`SELECT 1 FROM table_subsets WHERE order_id = $1 AND status = 'pending'`, [heavy.orderId]))
+        .length;
+    await waitFor(async () => (await pending()) === 0, 120_000, "the heavy account's subsets to be made");
+    await server.stop();
+    server = await startServer(serverEnv({ JOBS_WORKER: "off" }));
+    const queries = [30, 31].map((n) => ({ where: `id > ${n}`, format: "jsonl" }));
+    for (const query of queries) expect((await subset(heavy.orderId, query, { key: heavy.key })).status).toBe(202);
+    // The worker starts with both waiting: its two loops (two engine processes) would take one each at once.
+    await server.stop();
+    server = await startServer(serverEnv());
+    await waitFor(async () => (await pending()) === 0, 120_000, "both subsets to be made");
+    // Read before any 302: last_used_at is still when each was made.
+    const made = await sqlQuery<{ startedAt: Date; madeAt: Date }>(
+      `SELECT started_at AS "startedAt", last_used_at AS "madeAt" FROM table_subsets
+       WHERE order_id = $1 AND "where" = ANY($2) AND status = 'ready' ORDER BY started_at`,
+      [heavy.orderId, queries.map((query) => query.where)],
+    );
+    expect(made).toHaveLength(2);
+    expect(made[1]!.startedAt.getTime()).toBeGreaterThanOrEqual(made[0]!.madeAt.getTime());
+  });
+
   it("keeps an account's subsets within its quota, the least recently used removed first", async () => {
     // Nine rows of two-digit ids each: CSV files of one size.
     const nine = (from: number) => ({ columns: "id,name", format: "csv", where: `id BETWEEN ${from} AND ${from + 8}` });
