@@ -103,12 +103,12 @@ export async function handleSubsetJob(): Promise<void> {
 /**
  * Takes the next subset to make, of an account with none being made now, or none (`blocked`: some
  * wait, each of an account already served now). Two workers may choose the same one: the update
- * takes it only if still free (read again under its row lock), and the loser chooses again (a few
- * times: nothing taken also means nothing is waiting).
+ * takes it only if still free (read again under its row lock), and the loser, which did find one
+ * free, chooses again (a few times: nothing taken also means nothing is waiting).
  */
 async function takeNextSubset(at: Date = now()): Promise<{ id?: string; blocked: boolean }> {
   for (let attempt = 0; attempt < 3; attempt++) {
-    const [taken] = await sqlQuery<{ id: string | null; blocked: boolean }>(
+    const [taken] = await sqlQuery<{ id: string | null; free: boolean; blocked: boolean }>(
       `WITH waiting AS (
          SELECT s.id, s.created_at, o.buyer_id FROM table_subsets s JOIN orders o ON o.id = s.order_id
          WHERE s.status = 'pending' AND (s.started_at IS NULL OR s.started_at <= $1)
@@ -125,22 +125,15 @@ async function takeNextSubset(at: Date = now()): Promise<{ id?: string; blocked:
            AND status = 'pending' AND (started_at IS NULL OR started_at <= $1)
          RETURNING id
        )
-       SELECT (SELECT id FROM took) AS id, EXISTS (SELECT 1 FROM waiting) AS blocked`,
+       SELECT (SELECT id FROM took) AS id, EXISTS (SELECT 1 FROM next) AS free,
+              EXISTS (SELECT 1 FROM waiting) AS blocked`,
       [new Date(at.getTime() - TAKEN_FOR_MS), at],
     );
     if (taken?.id) return { id: taken.id, blocked: false };
     if (!taken?.blocked) return { blocked: false };
-    // Waiting, but none free: another worker took it meanwhile (choose again), or every account is busy.
-    const [busy] = await sqlQuery<{ free: boolean }>(
-      `SELECT EXISTS (
-         SELECT 1 FROM table_subsets s JOIN orders o ON o.id = s.order_id
-         WHERE s.status = 'pending' AND (s.started_at IS NULL OR s.started_at <= $1)
-           AND NOT EXISTS (SELECT 1 FROM table_subsets r JOIN orders ro ON ro.id = r.order_id
-                           WHERE ro.buyer_id = o.buyer_id AND r.status = 'pending' AND r.started_at > $1)
-       ) AS free`,
-      [new Date(at.getTime() - TAKEN_FOR_MS)],
-    );
-    if (!busy?.free) return { blocked: true };
+    // Waiting, and none free: every waiting subset's account has one being made.
+    if (!taken.free) return { blocked: true };
+    // One was free, but another worker took it meanwhile: choose again.
   }
   return { blocked: false };
 }
