@@ -35,6 +35,12 @@ export const COMMANDS: Record<string, { usage: string; group: Group }> = {
     usage: "--order ID --table NAME --type schema_change|delay|deprecation --message TEXT [--effective-at ISO]",
     group: tables,
   },
+  "table:describe": {
+    usage:
+      "--order ID --table NAME [--description TEXT] [--column NAME [--description TEXT] [--unit U] [--example V]]... [--file F.json|F.yaml]",
+    group: tables,
+  },
+  "table:cadence": { usage: "--order ID --table NAME (--every DURATION [--grace DURATION] | --none)", group: tables },
   "files:profile": { usage: "(--order ID | --all)", group: orders },
   "storage:migrate": { usage: "--to s3 [--dry-run] [--keep-local]", group: storage },
   "order:set-status": { usage: "--order ID --status delivered|refunded|unfinished", group: orders },

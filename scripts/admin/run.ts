@@ -29,8 +29,9 @@ function isRepeatable(schema: z.ZodType | undefined): boolean {
  * The options of `args` by name. Plain arguments are taken only right after a repeatable option's value, as more
  * values of it (`--path data/*.csv`); anywhere else they are refused.
  */
-function parseOptions(args: string[], options: Command["options"]): Record<string, unknown> {
-  const names = Object.keys(options.shape);
+function parseOptions(args: string[], { options, groups }: Command): Record<string, unknown> {
+  const grouped = new Set(groups ? [groups.by, ...groups.members] : []);
+  const names = [...Object.keys(options.shape).filter((name) => !grouped.has(name)), ...grouped];
   const { values, tokens } = parseArgs({
     args,
     options: Object.fromEntries([
@@ -38,7 +39,7 @@ function parseOptions(args: string[], options: Command["options"]): Record<strin
         option,
         isFlag(options.shape[option])
           ? { type: "boolean" }
-          : { type: "string", multiple: isRepeatable(options.shape[option]) },
+          : { type: "string", multiple: grouped.has(option) || isRepeatable(options.shape[option]) },
       ]),
       ["json", { type: "boolean" }],
     ]),
@@ -51,7 +52,9 @@ function parseOptions(args: string[], options: Command["options"]): Record<strin
   const repeated: Record<string, string[]> = {};
   let current: string[] | undefined;
   for (const token of tokens) {
-    if (token.kind === "option") {
+    if (token.kind === "option" && grouped.has(token.name)) {
+      current = undefined;
+    } else if (token.kind === "option") {
       current = isRepeatable(options.shape[token.name]) ? (repeated[token.name] ??= []) : undefined;
       current?.push(token.value!);
     } else if (token.kind === "positional" && current !== undefined) {
@@ -62,7 +65,37 @@ function parseOptions(args: string[], options: Command["options"]): Record<strin
   }
   Object.assign(raw, repeated);
   delete raw.json;
+  if (groups) Object.assign(raw, groupOptions(tokens, groups, raw));
   return raw;
+}
+
+/** The grouped options in the order given (see OptionGroups), each at most once per group. */
+function groupOptions(
+  tokens: NonNullable<ReturnType<typeof parseArgs>["tokens"]>,
+  { by, members, leading }: NonNullable<Command["groups"]>,
+  raw: Record<string, unknown>,
+): Record<string, unknown> {
+  for (const member of [by, ...members]) delete raw[member];
+  const lead: Record<string, string> = {};
+  const list: Record<string, string>[] = [];
+  for (const token of tokens) {
+    if (token.kind !== "option") continue;
+    if (token.name === by) {
+      list.push({ name: token.value! });
+      continue;
+    }
+    if (!members.includes(token.name)) continue;
+    const group = list.at(-1);
+    if (!group && !leading.includes(token.name)) {
+      throw new Error(`--${token.name} belongs to a --${by}: give it after --${by} NAME.`);
+    }
+    const target = group ?? lead;
+    if (target[token.name] !== undefined) {
+      throw new Error(`--${token.name} is given twice for ${group ? `--${by} ${group.name}` : "the command"}.`);
+    }
+    target[token.name] = token.value!;
+  }
+  return { ...lead, ...(list.length ? { [by]: list } : {}) };
 }
 
 /**
@@ -92,7 +125,7 @@ export async function runCommand(
   const definition = (await group()).commands[name]!;
   let raw: Record<string, unknown>;
   try {
-    raw = parseOptions(args, definition.options);
+    raw = parseOptions(args, definition);
   } catch (error) {
     return fail("invalid_argument", `${(error as Error).message}\nUsage: npm run admin -- ${name} ${usage}`);
   }

@@ -3,7 +3,24 @@ import { pruneTable, tableHistory } from "../../lib/tables/admin";
 import { publishTable } from "../../lib/tables/publish";
 import { rejectPublication, releasePublication, tableChecks } from "../../lib/tables/quality-admin";
 import { postNotice } from "../../lib/tables/notices";
-import { assertReadableFile, command, interruption, readableFile, text, wholeNumber, type Command } from "./command";
+import {
+  describeTable,
+  dictionaryFromFile,
+  dictionaryFromFlags,
+  mergeChanges,
+  setCadence,
+  type TableDictionary,
+} from "../../lib/tables/dictionary";
+import { readDictionaryFile } from "./dictionary-file";
+import {
+  assertReadableFile,
+  command,
+  interruption,
+  readableFile,
+  text,
+  wholeNumber,
+  type Command,
+} from "./command";
 
 /** Tables: publishing a version from parts, reading and trimming the history. */
 
@@ -131,6 +148,54 @@ export const commands: Record<string, Command> = {
     },
   ),
 
+  // What the table promises (Part 9): its data dictionary and its refresh cadence.
+  "table:describe": command(
+    z.object({
+      order: text,
+      table: text,
+      description: z.string().optional(),
+      column: z
+        .array(
+          z.object({
+            name: text,
+            description: z.string().optional(),
+            unit: z.string().optional(),
+            example: z.string().optional(),
+          }),
+        )
+        .optional(),
+      file: text.optional(),
+    }),
+    async (options) => {
+      const flags = dictionaryFromFlags({ description: options.description, columns: options.column ?? [] });
+      const change = options.file
+        ? mergeChanges(dictionaryFromFile(await readDictionaryFile(options.file)), flags)
+        : flags;
+      const dictionary = await describeTable(options.order, options.table, change);
+      return { json: dictionary, text: dictionaryText(dictionary) };
+    },
+    { by: "column", members: ["description", "unit", "example"], leading: ["description"] },
+  ),
+
+  "table:cadence": command(
+    z.object({
+      order: text,
+      table: text,
+      every: z.string().optional(),
+      grace: z.string().optional(),
+      none: z.boolean().optional(),
+    }),
+    async (options) => {
+      const { cadence } = await setCadence(options.order, options.table, options);
+      return {
+        json: { table: options.table, cadence },
+        text: cadence
+          ? `${options.table} is promised a new version every ${cadence.every}, late after ${cadence.grace} more.`
+          : `${options.table} has no cadence: it is never announced late.`,
+      };
+    },
+  ),
+
   // The quality gate (Part 6): thresholds, and held publications released or rejected.
   "table:checks": command(z.object({ order: text, table: text, set: z.array(text).optional() }), async (options) => {
     const checks = await tableChecks(options.order, options.table, options.set);
@@ -157,3 +222,11 @@ export const commands: Record<string, Command> = {
     };
   }),
 };
+
+function dictionaryText(dictionary: TableDictionary): string {
+  const lines = dictionary.columns.map(
+    (column) =>
+      `  ${column.name.padEnd(24)} ${column.description ?? "(not described)"}${column.unit ? ` [${column.unit}]` : ""}${column.example ? ` e.g. ${column.example}` : ""}`,
+  );
+  return [`${dictionary.table}: ${dictionary.description ?? "(no description)"}`, ...lines].join("\n");
+}
