@@ -6,6 +6,7 @@ import { describeId, isTypedId } from "../ids";
 import type { orderSchema } from "../schemas/api";
 import type { OrderStatus } from "../schemas/order-status";
 import { SEEN_FILE } from "./seen-files";
+import { describedColumnsSql, freshnessSql } from "./table-promises-sql";
 
 /**
  * Reads of a buyer's orders for the API. The tenant boundary lives here, once: every query is
@@ -51,8 +52,10 @@ export const TABLE_JSON = Prisma.sql`json_build_object(
   'key', CASE WHEN cardinality(t.key) = 0 THEN NULL ELSE to_json(t.key) END,
   'version', t.current_version,
   'rows', v.rows,
-  'columns', v.columns,
+  'description', t.description,
+  'columns', ${describedColumnsSql("t", Prisma.sql`v.columns`)},
   'updated_at', ${isoUtc(Prisma.sql`v.created_at`)},
+  'freshness', ${freshnessSql("t", Prisma.sql`v.created_at`, isoUtc)},
   'notices', COALESCE((
     SELECT json_agg(json_build_object('id', n.id, 'type', n.type, 'message', n.message,
       'effective_at', ${isoUtc(Prisma.sql`n.effective_at`)}, 'created_at', ${isoUtc(Prisma.sql`n.created_at`)})

@@ -47,6 +47,30 @@ export const columnSchema = z
   })
   .meta({ id: "Column", description: "A column of a data file." });
 
+const dictionaryText = (description: string, example: string) => z.string().nullable().meta({ description, example });
+
+export const tableColumnSchema = columnSchema
+  .extend({
+    description: dictionaryText(
+      "What the column holds, from the table's data dictionary; null until described.",
+      "Price in euros, VAT included.",
+    ),
+    unit: dictionaryText("The unit of its values, or null.", "EUR"),
+    example: dictionaryText("A typical value, as text, or null.", "19.99"),
+  })
+  .meta({ id: "TableColumn", description: "A column of a table, with its entry in the table's data dictionary." });
+
+export const freshnessSchema = z
+  .object({
+    every: z.string().meta({ description: "The promised time between versions, ISO 8601.", example: "P1D" }),
+    grace: z.string().meta({ description: "How long past it a version may come, ISO 8601.", example: "PT6H" }),
+    expected_by: timestamp
+      .nullable()
+      .meta({ description: "The current version's time plus every plus grace; null before the first version." }),
+    late: z.boolean().meta({ description: "Whether expected_by has passed with no new version.", example: false }),
+  })
+  .meta({ id: "Freshness", description: "How often the table is refreshed, and whether it is late." });
+
 export const renditionSchema = z
   .object({
     format: z.enum(RENDITION_FORMATS).meta({ example: "parquet" }),
@@ -141,8 +165,15 @@ export const tableSchema = z
       .nullable()
       .meta({ description: "The current version; null before the first.", example: 3 }),
     rows: z.number().int().nullable().meta({ description: "Rows as of the current version.", example: 250000 }),
-    columns: z.array(columnSchema).nullable(),
+    description: z
+      .string()
+      .nullable()
+      .meta({ description: "What the table holds, from its data dictionary; null until described." }),
+    columns: z.array(tableColumnSchema).nullable(),
     updated_at: timestamp.nullable().meta({ description: "When the current version was made." }),
+    freshness: freshnessSchema
+      .nullable()
+      .meta({ description: "The refresh cadence and lateness; null without a cadence." }),
     notices: z.array(noticeSchema).meta({
       description: `The operator's notices about the table (schema changes, delays, deprecations) of the last ${NOTICE_DAYS} days, newest first.`,
     }),
@@ -173,7 +204,10 @@ export const versionSchema = z
     mode: z.enum(TABLE_MODES),
     created_at: timestamp,
     rows: z.number().int().meta({ description: "The table's rows as of this version.", example: 250000 }),
-    columns: z.array(columnSchema),
+    description: z.string().nullable().meta({ description: "The table's description (its current dictionary)." }),
+    columns: z
+      .array(tableColumnSchema)
+      .meta({ description: "Its columns, described by the table's current dictionary." }),
     changes: changesSchema.nullable().meta({ description: "What changed against the previous version." }),
     quality: qualitySchema.meta({
       description:

@@ -6,6 +6,7 @@ import { AppError } from "../errors";
 import { isTypedId } from "../ids";
 import { FILE_JSON, isoUtc, orderNotFound, TABLE_JSON } from "../orders/queries";
 import { SEEN_FILE } from "../orders/seen-files";
+import { describedColumnsSql, freshnessSql } from "../orders/table-promises-sql";
 import { QUALITY_BEFORE_CHECKS } from "../schemas/quality";
 import { TABLE_NAME_PATTERN } from "./names";
 
@@ -23,7 +24,8 @@ const VERSION_JSON = Prisma.sql`json_build_object(
   'mode', vt.mode,
   'created_at', ${isoUtc(Prisma.sql`v.created_at`)},
   'rows', v.rows,
-  'columns', v.columns,
+  'description', vt.description,
+  'columns', ${describedColumnsSql("vt", Prisma.sql`v.columns`)},
   'changes', v.changes,
   'quality', COALESCE(v.quality, ${JSON.stringify(QUALITY_BEFORE_CHECKS)}::jsonb),
   'files', COALESCE((
@@ -72,6 +74,16 @@ export async function tableJson(
   const [row] = await sql<Found & { table: string }>(query.text, query.values);
   foundOrThrow(row, orderId, name);
   return row!.table;
+}
+
+/** A table's `freshness` as JSON text (`null` without a cadence), read by the version's `table.updated` event. */
+export async function tableFreshnessText(tableId: string, sql: SqlRunner = sqlQuery): Promise<string> {
+  const query = Prisma.sql`
+    SELECT ${freshnessSql("t", Prisma.sql`v.created_at`, isoUtc)}::text AS freshness
+    FROM order_tables t LEFT JOIN table_versions v ON v.table_id = t.id AND v.version = t.current_version
+    WHERE t.id = ${tableId}`;
+  const [row] = await sql<{ freshness: string | null }>(query.text, query.values);
+  return row?.freshness ?? "null";
 }
 
 /** `GET /orders/{id}/tables/{name}/versions`: a page of versions, newest first; pruned versions are gone. */

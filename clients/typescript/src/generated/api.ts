@@ -463,15 +463,71 @@ export interface components {
              * @example 250000
              */
             rows: number | null;
-            columns: components["schemas"]["Column"][] | null;
+            /** @description What the table holds, from its data dictionary; null until described. */
+            description: string | null;
+            columns: components["schemas"]["TableColumn"][] | null;
             /**
              * Format: date-time
              * @description When the current version was made.
              * @example 2026-11-02T09:30:00.000Z
              */
             updated_at: string | null;
+            /** @description The refresh cadence and lateness; null without a cadence. */
+            freshness: {
+                /**
+                 * @description The promised time between versions, ISO 8601.
+                 * @example P1D
+                 */
+                every: string;
+                /**
+                 * @description How long past it a version may come, ISO 8601.
+                 * @example PT6H
+                 */
+                grace: string;
+                /**
+                 * Format: date-time
+                 * @description The current version's time plus every plus grace; null before the first version.
+                 * @example 2026-11-02T09:30:00.000Z
+                 */
+                expected_by: string | null;
+                /**
+                 * @description Whether expected_by has passed with no new version.
+                 * @example false
+                 */
+                late: boolean;
+            } | null;
             /** @description The operator's notices about the table (schema changes, delays, deprecations) of the last 90 days, newest first. */
             notices: components["schemas"]["Notice"][];
+        };
+        /** @description A column of a table, with its entry in the table's data dictionary. */
+        TableColumn: {
+            /** @example price */
+            name: string;
+            /**
+             * @description The column's type as DuckDB names it.
+             * @example DOUBLE
+             */
+            type: string;
+            /**
+             * @description Whether any value of the column is null.
+             * @example false
+             */
+            nullable: boolean;
+            /**
+             * @description What the column holds, from the table's data dictionary; null until described.
+             * @example Price in euros, VAT included.
+             */
+            description: string | null;
+            /**
+             * @description The unit of its values, or null.
+             * @example EUR
+             */
+            unit: string | null;
+            /**
+             * @description A typical value, as text, or null.
+             * @example 19.99
+             */
+            example: string | null;
         };
         /** @description An operator's notice about a table (the last 90 days are listed). */
         Notice: {
@@ -545,7 +601,10 @@ export interface components {
              * @example 250000
              */
             rows: number;
-            columns: components["schemas"]["Column"][];
+            /** @description The table's description (its current dictionary). */
+            description: string | null;
+            /** @description Its columns, described by the table's current dictionary. */
+            columns: components["schemas"]["TableColumn"][];
             /** @description What changed against the previous version. */
             changes: {
                 /** @example 120 */
