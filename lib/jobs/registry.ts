@@ -10,6 +10,7 @@ import { exportConcurrency } from "../exports/fairness";
 import { handleExportJob, requeueStrandedRuns } from "../exports/runs";
 import { handleSubsetJob, sweepSubsets } from "../explore/subset-job";
 import { QUEUES, sendJob, startWorker } from "../queue";
+import { announceLateTables } from "../tables/freshness";
 
 /** Every few minutes by default; KEY_LIFECYCLE_CRON (a cron expression, UTC) overrides it. */
 const DEFAULT_KEY_LIFECYCLE_CRON = "*/5 * * * *";
@@ -51,6 +52,9 @@ export async function startJobWorker(): Promise<() => Promise<void>> {
       [QUEUES.exportSweep]: async () => {
         await requeueStrandedRuns();
       },
+      [QUEUES.tableFreshness]: async () => {
+        await announceLateTables();
+      },
       [QUEUES.tableSubset]: handleSubsetJob,
       [QUEUES.tableSubsetSweep]: async () => {
         await sweepSubsets();
@@ -68,6 +72,8 @@ export async function startJobWorker(): Promise<() => Promise<void>> {
       [QUEUES.failedPartsSweep]: "41 * * * *",
       [QUEUES.exportSweep]: "* * * * *",
       [QUEUES.tableSubsetSweep]: process.env.SUBSET_SWEEP_CRON || DEFAULT_SUBSET_SWEEP_CRON,
+      // Lateness is looked for every minute (contract Part 9).
+      [QUEUES.tableFreshness]: "* * * * *",
     },
     concurrency: Math.max(1, Number(process.env.JOBS_CONCURRENCY) || 100),
     // Exports apart from the other jobs: a 100 GB copy holds one of these, never a webhook delivery.

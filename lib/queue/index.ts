@@ -38,6 +38,8 @@ export const QUEUES = {
   tableSubset: "table-subset",
   /** Remove the subsets past their 24 hours, objects and rows; fail those whose job was lost (hourly). */
   tableSubsetSweep: "table-subset-sweep",
+  /** Post the delay notice of each table past its promised cadence (every minute; lib/tables/freshness.ts). */
+  tableFreshness: "table-freshness",
 } as const;
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
 
@@ -85,6 +87,7 @@ const QUEUE_OPTIONS: Record<QueueName, PgBoss.Queue> = {
   // The engine's time is bounded (DATASET_SUBSET_SECONDS); the rest is the copy to the store. Retries are for the store or the database.
   [QUEUES.tableSubset]: { name: QUEUES.tableSubset, expireInSeconds: 3600, retryLimit: 2, retryDelay: 30 },
   [QUEUES.tableSubsetSweep]: { name: QUEUES.tableSubsetSweep, expireInSeconds: 600, retryLimit: 0 },
+  [QUEUES.tableFreshness]: { name: QUEUES.tableFreshness, expireInSeconds: 60, retryLimit: 0 },
 };
 
 const START_ATTEMPTS = 5;

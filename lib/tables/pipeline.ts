@@ -19,7 +19,7 @@ import {
 } from "./quality";
 import { discardChangeFile, makeChangeFile, recordChangeFile, versionParts } from "./changes";
 import { columnDifference, columnEvolutionProblem, reservedColumnProblem } from "./columns";
-import { versionJson } from "./queries";
+import { tableFreshnessText, versionJson } from "./queries";
 
 /**
  * A publication's way to a version (contract Part 4), one job per step reached
@@ -231,10 +231,12 @@ export async function advancePublication(publicationId: string): Promise<Advance
         tx.$queryRawUnsafe(text, ...values),
       ),
     );
+    // With its freshness: a late table's next version ends the lateness (`late: false`).
+    const freshness = JSON.parse(await tableFreshnessText(table.id, (text, args) => tx.$queryRawUnsafe(text, ...args)));
     await emitEvent(tx, {
       buyerId: locked.buyer_id,
       type: "table.updated",
-      data: { order_id: table.orderId, table: table.name, ...data },
+      data: { order_id: table.orderId, table: table.name, ...data, freshness },
       at: now,
     });
     // A delivered order's new version goes to the buyer's export destinations (lib/exports).

@@ -17,7 +17,8 @@ export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 export const WEBHOOK_EVENT_DESCRIPTIONS: Record<WebhookEventType, string> = {
   "order.delivered": "An order's files are ready to download.",
   "order.refunded": "An order was refunded; its files can no longer be downloaded.",
-  "table.updated": "A table of an order has a new version (data: the Version, with order_id and table).",
+  "table.updated":
+    "A table of an order has a new version (data: the Version, with order_id, table and the table's freshness).",
   "table.notice":
     "The operator posted a notice about a table: a schema change, a delay or a deprecation (data: the Notice, with order_id and table).",
   "key.expiring": "An API key expires in 7 days, and again 1 day before.",
