@@ -61,7 +61,10 @@ function success(answer: RouteAnswer): Record<string, ResponseConfig> {
       200: {
         description: answer.description,
         headers: { ...RATE_LIMIT_HEADERS, ...extra },
-        content: { "application/json": { schema: answer.json as ZodType } },
+        content: {
+          ...(answer.yaml ? { "application/yaml": { schema: answer.json as ZodType } } : {}),
+          "application/json": { schema: answer.json as ZodType },
+        },
       },
     };
   }

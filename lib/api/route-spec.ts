@@ -9,9 +9,13 @@ import type { ApiContext } from "./pipeline";
 type PathParams<P> = P extends z.ZodObject ? { [K in keyof z.input<P>]: string } : Record<string, never>;
 type QueryOf<Q> = Q extends z.ZodType ? z.output<Q> : Record<string, never>;
 
-/** What the route answers when it succeeds: JSON (200) or a redirect to a signed URL (302, or 202 while being made). */
+/**
+ * What the route answers when it succeeds: JSON (200; `yaml`: YAML by default, the same document) or a redirect
+ * to a signed URL (302, or 202 while being made).
+ */
 export type RouteAnswer =
-  { json: z.ZodType; description: string; headers?: Record<string, string> } | { redirect: string; pending?: string };
+  | { json: z.ZodType; description: string; headers?: Record<string, string>; yaml?: true }
+  | { redirect: string; pending?: string };
 
 type RouteSpec<P, Q, Permission> = {
   operationId: string;

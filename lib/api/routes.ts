@@ -35,6 +35,7 @@ import { qualityReportSchema } from "../schemas/quality";
 import { configuredOrigin, publicOrigin, trustsProxy } from "../site";
 import { allowanceHeaders, parsePlatform, readSocialProfile } from "../social/profiles";
 import { changeFileTarget, qualityReportJson, tableJson, versionJson, versionPageJson } from "../tables/queries";
+import { contractRoute } from "./contract-route";
 import { buildOpenApiDocument } from "./openapi";
 import type { RouteRequest } from "../http/node";
 import { route, type ApiRoute } from "./route-spec";
@@ -146,6 +147,7 @@ export const API_ROUTES: readonly ApiRoute[] = [
     errors: ["order_not_found", "table_not_found"],
     handler: async ({ key, params, sql }) => apiJson(await tableJson(key.buyerId, params.id, params.name, sql)),
   }),
+  contractRoute,
   route({
     operationId: "listVersions",
     path: "/orders/{id}/tables/{name}/versions",

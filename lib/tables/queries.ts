@@ -37,10 +37,11 @@ const VERSION_JSON = Prisma.sql`json_build_object(
 )`;
 
 /** The buyer's order and its table of that name: one row (null table columns when the order has no such table), or none. */
-function scopedTable(orderId: string, buyerId: string, name: string) {
+function scopedTable(orderId: string, buyerId: string, name: string, join: Prisma.Sql = Prisma.empty) {
   return Prisma.sql`
     FROM orders o
     LEFT JOIN order_tables vt ON vt.order_id = o.id AND vt.name = ${name}
+    ${join}
     WHERE o.id = ${orderId} AND o.buyer_id = ${buyerId}`;
 }
 
@@ -74,6 +75,40 @@ export async function tableJson(
   const [row] = await sql<Found & { table: string }>(query.text, query.values);
   foundOrThrow(row, orderId, name);
   return row!.table;
+}
+
+/** What a table's data contract is made of (./contract.ts): the table, its dictionary, checks and cadence, its current version. */
+export type ContractSource = {
+  id: string;
+  name: string;
+  mode: "snapshot" | "append";
+  key: string[];
+  version: number | null;
+  createdAt: Date | null;
+  columns: { name: string; type: string; nullable: boolean }[] | null;
+  description: string | null;
+  docs: Record<string, { description?: string | null; unit?: string | null; example?: string | null }>;
+  checks: unknown;
+  cadenceSeconds: number | null;
+  graceSeconds: number | null;
+};
+
+/** The buyer's table for its data contract, behind the same boundary as every read here. */
+export async function tableContractSource(
+  buyerId: string,
+  orderId: string,
+  name: string,
+  sql: SqlRunner = sqlQuery,
+): Promise<ContractSource> {
+  checkNames(orderId, name);
+  const query = Prisma.sql`
+    SELECT true AS order_found, vt.id IS NOT NULL AS table_found, vt.id, vt.name, vt.mode, vt.key,
+      vt.current_version AS version, v.created_at AS "createdAt", v.columns, vt.description, vt.column_docs AS docs,
+      vt.checks, vt.cadence_seconds AS "cadenceSeconds", vt.grace_seconds AS "graceSeconds"
+    ${scopedTable(orderId, buyerId, name, Prisma.sql`LEFT JOIN table_versions v ON v.table_id = vt.id AND v.version = vt.current_version`)}`;
+  const [row] = await sql<Found & ContractSource>(query.text, query.values);
+  foundOrThrow(row, orderId, name);
+  return { ...row!, createdAt: row!.createdAt ? new Date(row!.createdAt) : null };
 }
 
 /** A table's `freshness` as JSON text (`null` without a cadence), read by the version's `table.updated` event. */

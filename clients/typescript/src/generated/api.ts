@@ -95,6 +95,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/orders/{id}/tables/{name}/contract": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a table's data contract (ODCS v3.1.0)
+         * @description The table's Open Data Contract Standard document, made from what the table is now: its current version's columns (types, nullability, the key), the data dictionary, the quality checks every version must pass and the promised cadence. YAML (`application/yaml`) by default; `Accept: application/json` for JSON. The ETag changes with the content; `If-None-Match` answers 304.
+         */
+        get: operations["getTableContract"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/orders/{id}/tables/{name}/versions": {
         parameters: {
             query?: never;
@@ -576,6 +596,116 @@ export interface components {
              * @example 1250
              */
             total_rows: number;
+        };
+        /** @description The table's data contract, ODCS v3.1.0. */
+        DataContract: {
+            /** @enum {string} */
+            apiVersion: "v3.1.0";
+            /** @enum {string} */
+            kind: "DataContract";
+            /**
+             * @description Stable for the table: its id.
+             * @example tbl_5b0c1d2e3f405162738495a6b7c8d9e0
+             */
+            id: string;
+            /** @example products */
+            name: string;
+            /**
+             * @description The table's current version as N.0.0.
+             * @example 3.0.0
+             */
+            version: string;
+            /**
+             * @description draft until the table's first version is made.
+             * @enum {string}
+             */
+            status: "active" | "draft";
+            description: {
+                purpose?: string;
+                usage: string;
+            };
+            /** @description When the current version was made. */
+            contractCreatedTs?: string;
+            servers: {
+                /** @enum {string} */
+                server: "api" | "delta-sharing";
+                /** @enum {string} */
+                type: "custom";
+                description: string;
+                location: string;
+                format?: string;
+                catalog?: string;
+                schema?: string;
+                dataset?: string;
+            }[];
+            schema: {
+                name: string;
+                physicalName: string;
+                /** @enum {string} */
+                physicalType: "table";
+                /** @enum {string} */
+                logicalType: "object";
+                description?: string;
+                properties: components["schemas"]["ContractProperty"][];
+                quality: components["schemas"]["ContractQuality"][];
+            }[];
+            /** @description The refresh cadence (frequency) and its grace (latency), when the table has one. */
+            slaProperties?: {
+                /** @enum {string} */
+                property: "frequency" | "latency";
+                value: number;
+                unit: string;
+            }[];
+            /** @description The seller's address, when one is configured. */
+            support?: {
+                channel: string;
+                /** @enum {string} */
+                tool: "email";
+                url: string;
+            }[];
+        };
+        /** @description A column of the table in its data contract. */
+        ContractProperty: {
+            /** @example price_eur */
+            name: string;
+            physicalName: string;
+            /** @enum {string} */
+            logicalType: "string" | "date" | "timestamp" | "time" | "number" | "integer" | "object" | "array" | "boolean";
+            /**
+             * @description The column's type as DuckDB names it.
+             * @example DOUBLE
+             */
+            physicalType: string;
+            description?: string;
+            primaryKey?: boolean;
+            primaryKeyPosition?: number;
+            /** @description True when the current version has no null in the column. */
+            required: boolean;
+            examples?: string[];
+            /** @description The column's unit, when described. */
+            customProperties?: {
+                property: string;
+                value: string | number | boolean;
+            }[];
+        };
+        /** @description One quality check every version of the table passes before it goes out. */
+        ContractQuality: {
+            /** @example row_count_drop */
+            name: string;
+            /** @enum {string} */
+            type: "custom";
+            /** @enum {string} */
+            engine: "dataset-access";
+            /** @example Held when rows drop by more than 20%. */
+            description: string;
+            /** @enum {string} */
+            dimension: "completeness" | "consistency" | "accuracy";
+            implementation: {
+                check: string;
+                threshold: number;
+                /** @enum {string} */
+                level: "hold" | "warn";
+            };
         };
         VersionPage: {
             data: components["schemas"]["Version"][];
@@ -1342,6 +1472,115 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Table"];
+                };
+            };
+            /** @description Error codes: `missing_api_key`, `invalid_api_key`, `expired_api_key`, `revoked_api_key`. */
+            401: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `insufficient_permission`. */
+            403: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `order_not_found`, `table_not_found`. */
+            404: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `rate_limited`. */
+            429: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Error codes: `service_unavailable`. */
+            503: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getTableContract: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Order id, as listed. */
+                id: string;
+                /** @description Table name, from the order's tables. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The data contract. */
+            200: {
+                headers: {
+                    /** @description The limit, e.g. `"datasets";q=60;w=60`. */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it, e.g. `"datasets";r=59;t=60`. */
+                    RateLimit?: string;
+                    /** @description This request's id (an incoming valid one is echoed). */
+                    "X-Request-Id"?: string;
+                    /** @description Changes with the content (and between YAML and JSON). */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/yaml": components["schemas"]["DataContract"];
+                    "application/json": components["schemas"]["DataContract"];
                 };
             };
             /** @description Error codes: `missing_api_key`, `invalid_api_key`, `expired_api_key`, `revoked_api_key`. */
