@@ -8,7 +8,7 @@ type ApiError = { status: number; title: string; /** for the API reference */ me
 
 /**
  * Status, title and meaning of every error code the API and its download links answer with
- * (../shared/CONTRACT.md): the one table that responses, the OpenAPI document and the reference
+ * (docs/api.md, Errors): the one table that responses, the OpenAPI document and the reference
  * page are made from.
  */
 export const API_ERRORS = {

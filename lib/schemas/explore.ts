@@ -4,7 +4,7 @@ import { versionNumberSchema } from "./api";
 import { QUERY_ROWS, SQL_MAX_LENGTH } from "./explore-limits";
 
 /**
- * The rows and SQL requests of /api/v1 (../shared/CONTRACT.md, Part 7), described once: the API's
+ * The rows and SQL requests of /api/v1 (docs/explore.md), described once: the API's
  * validation and its OpenAPI document use these. A leaf like ./api.ts.
  */
 
