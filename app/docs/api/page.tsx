@@ -25,6 +25,13 @@ import { WEBHOOK_EVENT_DESCRIPTIONS, WEBHOOK_EVENT_TYPES } from "@/lib/webhooks/
 export const metadata: Metadata = { title: "API reference" };
 export const dynamic = "force-dynamic";
 
+/** The reference's sections beside the endpoints, for its table of contents. */
+const OTHER_SECTIONS = [
+  ["webhooks", "Webhooks: events pushed to your backend"],
+  ["delta-sharing", "Delta Sharing: pandas, Spark, Power BI"],
+  ["mcp", "MCP: AI agents over your datasets"],
+] as const;
+
 /** Rendered from the same OpenAPI document as /api/v1/openapi.json, so the two cannot disagree. */
 export default async function ApiReferencePage() {
   const origin = await siteOrigin();
@@ -50,6 +57,13 @@ export default async function ApiReferencePage() {
               <li key={endpoint.id}>
                 <a href={`#${endpoint.id}`} className={linkClass}>
                   {endpoint.summary}
+                </a>
+              </li>
+            ))}
+            {OTHER_SECTIONS.map(([id, title]) => (
+              <li key={id}>
+                <a href={`#${id}`} className={linkClass}>
+                  {title}
                 </a>
               </li>
             ))}
