@@ -116,6 +116,7 @@ test("every page passes an axe-core check (WCAG 2.1 A and AA)", async ({ page })
     await expectNoAxeViolations(page, path);
   };
   const share = await createShareLink({ buyerId: account.id, orderId: account.delivered.id, expiry: 7 });
+  await check("/");
   await check("/signin");
   await check(`/share/${share.token}`);
   await signIn(page, account.email);

@@ -1,5 +1,5 @@
 /**
- * The numbers ../shared/CONTRACT.md fixes for the API, stated once: the code enforces them and the
+ * The numbers the API promises (docs/api.md), stated once: the code enforces them and the
  * API reference, the OpenAPI document and error messages are written from them. Dependency-free,
  * so anything may import it (the OpenAPI document is served without loading the database client).
  */

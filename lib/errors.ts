@@ -4,7 +4,7 @@
  * person reading them and never carry secrets, SQL or stack traces.
  */
 export type ErrorCode =
-  // HTTP API codes (../shared/CONTRACT.md)
+  // HTTP API codes (docs/api.md, Errors)
   | "invalid_request"
   | "missing_api_key"
   | "invalid_api_key"

@@ -1,6 +1,5 @@
 import type { Metadata } from "next";
 import Link from "next/link";
-import type { ReactNode } from "react";
 import { CodeBlock } from "@/components/code-block";
 import { linkClass } from "@/components/ui";
 import { apiDocument } from "@/lib/api/routes";
@@ -19,18 +18,16 @@ import { mcpClientConfig } from "@/lib/docs/mcp-config";
 import type { OpenApiDocument } from "@/lib/docs/reference";
 import { SHARING_PATH, SHARING_PROFILE_FILE_NAME } from "@/lib/sharing/profile";
 import { siteOrigin } from "@/lib/site";
+import { tableSteps, type Step } from "./table-steps";
 
 export const metadata: Metadata = { title: "Getting started" };
 
 /** Delta Sharing: the tools data teams already have, reading orders with the profile file. */
-function deltaSharingStep(
-  origin: string,
-  { orderId }: ExampleIds,
-): { id: string; title: string; body: ReactNode; code: string } {
+function deltaSharingStep(origin: string, { orderId }: ExampleIds): Step {
   const table = `${SHARING_PROFILE_FILE_NAME}#orders.${orderId}.products`;
   return {
     id: "delta-sharing",
-    title: "8. Read orders from pandas, Spark or Power BI",
+    title: "12. Read orders from pandas, Spark or Power BI",
     body: (
       <>
         Every order is also served over Delta Sharing, the open protocol those tools speak: one share,{" "}
@@ -55,7 +52,7 @@ export default async function GettingStartedPage() {
   const origin = await siteOrigin();
   // The API reference's ids (the demo account's where it is loaded), so both pages show the same working commands.
   const { ids, downloadFile } = await apiExamples(apiDocument(`${origin}/api/v1`) as unknown as OpenApiDocument);
-  const steps: { id?: string; title: string; body: ReactNode; code: string }[] = [
+  const steps: Step[] = [
     {
       title: "1. Create a key",
       body: (
@@ -144,10 +141,11 @@ export default async function GettingStartedPage() {
         `# DuckDB: duckdb.sql("SELECT * FROM 'products.parquet'").df()`,
       ].join("\n"),
     },
+    ...tableSteps(origin, ids.orderId, 8),
     deltaSharingStep(origin, ids),
     {
       id: "mcp",
-      title: "9. Let an AI agent read your datasets (MCP)",
+      title: "13. Let an AI agent read your datasets (MCP)",
       body: (
         <>
           Agents that speak the Model Context Protocol (Claude, VS Code&apos;s Copilot, Cursor and others) connect to{" "}
@@ -164,9 +162,12 @@ export default async function GettingStartedPage() {
       <header className="space-y-2">
         <h1 className="text-2xl font-bold tracking-tight">Getting started with the API</h1>
         <p className="max-w-2xl text-slate-600">
-          Your backend reads your paid orders and downloads delivered files over HTTPS with an API key. The API is
-          read-only and allows 60 requests per minute per account; above that it answers 429 with{" "}
-          <code>Retry-After</code>. Errors are <code>application/problem+json</code> with a stable <code>code</code>.
+          Your backend reads your paid orders and downloads delivered files over HTTPS with an API key, follows each
+          table&apos;s versions, quality reports and change files, reads rows filtered with <code>where</code>, asks SQL
+          questions and takes subsets as files, all without downloading everything; pandas, Spark and Power BI read the
+          same tables over Delta Sharing, and AI agents over MCP. The API is read-only and allows 60 requests per minute
+          per account; above that it answers 429 with <code>Retry-After</code>. Errors are{" "}
+          <code>application/problem+json</code> with a stable <code>code</code>.
         </p>
       </header>
       {steps.map((step) => (
@@ -175,7 +176,7 @@ export default async function GettingStartedPage() {
           <p className="max-w-3xl text-slate-700">{step.body}</p>
           <CodeBlock
             label={step.title
-              .slice(3)
+              .replace(/^\d+\. /, "")
               .replace(/^Or call the API: /, "")
               .toLowerCase()}
           >

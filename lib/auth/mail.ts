@@ -3,7 +3,7 @@ import { processSingleton } from "../singleton";
 import { errorFields, logger } from "../log";
 
 /**
- * How sign-in e-mails leave the app (../shared/CONTRACT.md, E-mail):
+ * How sign-in e-mails leave the app (docs/dashboard.md, E-mail delivery):
  * - `smtp`: EMAIL_SERVER (an SMTP URL, e.g. smtp://user:pass@smtp.example.com:587) and EMAIL_FROM.
  * - `dev-mailbox`: no EMAIL_SERVER outside production. The link is printed in the server log and
  *   kept in memory for the development-only mailbox page (/dev/mailbox).

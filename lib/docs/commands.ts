@@ -79,3 +79,26 @@ export function clientSyncCommands(origin: string): string {
     `npx dataset-access sync --dir ./datasets`,
   ].join("\n");
 }
+
+/** What a Delta Sharing connector asks first: every table of every delivered order. */
+export function sharingTablesCommand(origin: string): string {
+  return `${CURL} ${bearer} \\\n  ${origin}/api/delta-sharing/shares/orders/all-tables`;
+}
+
+/** The parts of a table's current version, as a connector queries them (NDJSON with signed links). */
+export function sharingQueryCommand(origin: string, { orderId } = PLACEHOLDER_IDS, table = "products"): string {
+  return (
+    `${CURL} -X POST ${bearer} -H "Content-Type: application/json" \\\n` +
+    `  -d '{"limitHint": 100}' ${origin}/api/delta-sharing/shares/orders/schemas/${orderId}/tables/${table}/query`
+  );
+}
+
+/** One MCP tool call by hand, as an agent sends it: a JSON-RPC POST. */
+export function mcpCallCommand(origin: string): string {
+  return [
+    `${CURL} ${bearer} \\`,
+    `  -H "Accept: application/json, text/event-stream" -H "Content-Type: application/json" \\`,
+    `  -d '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_orders", "arguments": {}}}' \\`,
+    `  ${origin}/api/mcp`,
+  ].join("\n");
+}

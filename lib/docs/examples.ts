@@ -5,6 +5,7 @@ import { orderJson, orderPageJson } from "../orders/queries";
 import type { ExampleIds } from "./commands";
 import type { OpenApiDocument } from "./reference";
 import { exampleOf } from "./reference";
+import { demoTableExamples, schemaTableExamples, type TableExamples } from "./table-examples";
 
 /** The demo buyer `npm run seed` loads (scripts/seed-demo.ts). */
 export const DEMO_EMAIL = "demo@example.com";
@@ -20,6 +21,8 @@ export type ApiExamples = {
   downloadFile: { path: string; fileName: string };
   previewFile: { path: string; body: string };
   getSocialProfile: { path: string; body: string };
+  /** The table endpoints': versions, quality, changes, rows, subsets, SQL. */
+  tables: TableExamples;
 };
 
 /** Rows the preview example asks for: enough to see the data, short enough to read. */
@@ -33,18 +36,24 @@ const pretty = (json: string | unknown) => JSON.stringify(typeof json === "strin
  * elsewhere they are built from the schemas' examples.
  */
 export async function apiExamples(document: OpenApiDocument): Promise<ApiExamples> {
-  return (await demoExamples().catch(() => undefined)) ?? schemaExamples(document);
+  return (await demoExamples(document).catch(() => undefined)) ?? schemaExamples(document);
 }
 
-async function demoExamples(): Promise<ApiExamples | undefined> {
+async function demoExamples(document: OpenApiDocument): Promise<ApiExamples | undefined> {
   const buyer = await db().user.findUnique({ where: { email: DEMO_EMAIL }, select: { id: true } });
   if (!buyer) return undefined;
   const delivered = await db().order.findFirst({
-    where: { buyerId: buyer.id, status: "delivered", files: { some: {} } },
+    where: { buyerId: buyer.id, status: "delivered", files: { some: { origin: "delivered" } } },
     orderBy: [{ paidAt: "desc" }, { id: "desc" }],
     select: {
       id: true,
-      files: { orderBy: [{ createdAt: "asc" }, { id: "asc" }], take: 1, select: { id: true, name: true } },
+      // A delivered file, never a change file: those are downloaded through their version, not listed as files.
+      files: {
+        where: { origin: "delivered" },
+        orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+        take: 1,
+        select: { id: true, name: true },
+      },
     },
   });
   const profile = await db().socialProfile.findFirst({
@@ -72,6 +81,7 @@ async function demoExamples(): Promise<ApiExamples | undefined> {
         fetched_at: profile.fetchedAt.toISOString(),
       }),
     },
+    tables: (await demoTableExamples(buyer.id, delivered.id)) ?? schemaTableExamples(document, delivered.id),
   };
 }
 
@@ -93,6 +103,7 @@ function schemaExamples(document: OpenApiDocument): ApiExamples {
       path: `/scrape/${profile.platform}/profile?handle=${profile.handle}`,
       body: pretty(exampleOf(document, schemas.SocialProfile)),
     },
+    tables: schemaTableExamples(document, order.id),
   };
 }
 

@@ -8,7 +8,7 @@ type ApiError = { status: number; title: string; /** for the API reference */ me
 
 /**
  * Status, title and meaning of every error code the API and its download links answer with
- * (../shared/CONTRACT.md): the one table that responses, the OpenAPI document and the reference
+ * (docs/api.md, Errors): the one table that responses, the OpenAPI document and the reference
  * page are made from.
  */
 export const API_ERRORS = {
@@ -87,7 +87,7 @@ export const API_ERRORS = {
     status: 400,
     title: "Invalid filter",
     meaning:
-      "The `where` (or `order_by`) is not one boolean expression of the allowed kinds (see docs/explore.md); the detail names the first offending token.",
+      "The `where` (or `order_by`) is not one boolean expression of the allowed kinds (comparisons, AND/OR/NOT, IS NULL, IN, BETWEEN, LIKE, literals and a few functions: the `where` parameter of the rows endpoint lists them); the detail names the first offending token.",
   },
   unknown_column: {
     status: 400,

@@ -12,3 +12,14 @@ export const permissionFromStored: Record<StoredPermission, ApiKeyPermission> = 
   datasets_read: "datasets:read",
   scrape_read: "scrape:read",
 };
+
+/**
+ * What a key of each permission opens, in the words the key dialog and the API reference show buyers: written
+ * once, so neither lags behind what the product does.
+ */
+export const PERMISSION_SUMMARIES: Record<ApiKeyPermission, string> = {
+  "datasets:read":
+    "orders and their files, tables with their versions, quality reports and change files, rows filtered with where, " +
+    "SQL, subsets as files, Delta Sharing and MCP",
+  "scrape:read": "Social API profiles",
+};

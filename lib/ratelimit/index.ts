@@ -1,6 +1,6 @@
 /**
- * Rate limiting with @upstash/ratelimit's sliding window (../shared/CONTRACT.md: 60 requests per minute per buyer
- * account). The store comes from the environment: Upstash REST when UPSTASH_REDIS_REST_URL and
+ * Rate limiting with @upstash/ratelimit's sliding window (docs/api.md, Rate limit: 60 requests per minute per
+ * buyer account). The store comes from the environment: Upstash REST when UPSTASH_REDIS_REST_URL and
  * UPSTASH_REDIS_REST_TOKEN are set, else a plain Redis when REDIS_URL is set (ioredis behind a small adapter); both
  * run the library's own scripts, with its ephemeral cache, so an account already refused is refused again without a
  * round trip until the reset its Retry-After named. Neither set: the in-process store of a single instance

@@ -4,7 +4,7 @@ import { versionNumberSchema } from "./api";
 import { QUERY_ROWS, SQL_MAX_LENGTH } from "./explore-limits";
 
 /**
- * The rows and SQL requests of /api/v1 (../shared/CONTRACT.md, Part 7), described once: the API's
+ * The rows and SQL requests of /api/v1 (docs/explore.md), described once: the API's
  * validation and its OpenAPI document use these. A leaf like ./api.ts.
  */
 
@@ -31,12 +31,20 @@ const columns = z
   .string()
   .optional()
   .transform((text) => (text === undefined ? undefined : text.split(",").map((name) => name.trim())))
-  .meta({ description: "Comma-separated column names; all when not given.", example: "id,name,price" });
-const where = z.string().optional().meta({
-  description:
-    "One boolean expression over the columns (comparisons, AND/OR/NOT, IS [NOT] NULL, [NOT] IN, [NOT] BETWEEN, [NOT] LIKE/ILIKE, literals and a few functions: see docs/explore.md). At most 4,000 characters.",
-  example: "city = 'Paris' AND price < 10",
-});
+  .meta({ description: "Comma-separated column names; all when not given.", example: "sku,title,price_eur" });
+const where = z
+  .string()
+  .optional()
+  .meta({
+    description:
+      "One boolean expression over the columns, at most 4,000 characters: comparisons (`= <> != < <= > >=`), `AND`, " +
+      "`OR`, `NOT`, parentheses, `IS [NOT] NULL`, `[NOT] IN (...)`, `[NOT] BETWEEN`, `[NOT] LIKE`, `[NOT] ILIKE`; " +
+      "string, number, `true`/`false`, `NULL`, `DATE '2026-01-31'` and `TIMESTAMP '2026-01-31 08:00'` literals; column " +
+      'names bare or in double quotes (`"Sold At"`); and the functions `lower`, `upper`, `length`, `trim`, `abs`, ' +
+      "`round`, `coalesce`, `date_trunc`, `year`, `month`, `day`, `contains`, `starts_with`. Anything else (a " +
+      "subquery, another function, a cast, `CASE`, a `;`) is 400 `invalid_filter`.",
+    example: "in_stock AND price_eur < 10",
+  });
 
 export const rowsQuerySchema = z
   .object({
@@ -45,7 +53,7 @@ export const rowsQuerySchema = z
     where,
     order_by: z.string().optional().meta({
       description: "`col [asc|desc]`, comma-separated; the key columns, else file order, when not given.",
-      example: "price desc",
+      example: "price_eur desc",
     }),
     limit,
     offset: wholeNumber("offset")
@@ -70,7 +78,7 @@ export const subsetQuerySchema = z
 
 const resultColumnSchema = z
   .object({
-    name: z.string().meta({ example: "price" }),
+    name: z.string().meta({ example: "price_eur" }),
     type: z.string().meta({ description: "The column's type as DuckDB names it.", example: "DOUBLE" }),
   })
   .meta({ id: "ResultColumn" });
@@ -99,7 +107,7 @@ export const sqlQuerySchema = z
       description:
         'One SELECT (or WITH ... SELECT) over the order\'s tables: `name` (current version), `"name@N"` (version N), `"name@changes"` (change rows with `_change_type` and `_commit_version`). ' +
         `At most ${SQL_MAX_LENGTH.toLocaleString("en-US")} characters.`,
-      example: "SELECT city, count(*) FROM products GROUP BY city",
+      example: "SELECT in_stock, count(*) FROM products GROUP BY in_stock",
     }),
     limit,
   })

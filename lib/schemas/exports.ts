@@ -2,7 +2,7 @@ import { z } from "zod";
 import { ORDER_PAGE_SIZE } from "../contract";
 
 /**
- * The export runs of /api/v1/exports (../shared/CONTRACT.md, Part 5), described once: the API's
+ * The export runs of /api/v1/exports (docs/exports.md), described once: the API's
  * validation, its OpenAPI document and the webhook events' `data` use these. A leaf like
  * ./api.ts: nothing here touches the database.
  */

@@ -37,7 +37,12 @@ export const checkSchema = z
   .object({
     name: z.enum(CHECK_NAMES),
     column: z.string().nullable().meta({ description: "The column it measured; null for a table-wide check." }),
-    value: z.number().meta({ description: "What was measured (see the checks table in docs/tables.md)." }),
+    value: z.number().meta({
+      description:
+        "What was measured: rows (`row_count_zero`), 1 - rows / previous rows (`row_count_drop`), deleted / previous rows " +
+        "(`deleted_fraction`), the rise of a column's null fraction (`null_fraction_increase`), 1 - distinct / previous " +
+        "distinct (`distinct_drop`) or the column's PSI against the previous version (`distribution_shift`).",
+    }),
     threshold: z.number().meta({ description: "The table's threshold for this check." }),
     level: z.enum(CHECK_LEVELS),
     outcome: z.enum(["passed", "warned", "held"]),

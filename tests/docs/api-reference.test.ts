@@ -47,6 +47,12 @@ describe("the API reference with the demo data loaded", () => {
       ["getOrder", datasetsKey],
       ["previewFile", datasetsKey],
       ["getSocialProfile", socialKey],
+      ["getTable", datasetsKey],
+      ["listVersions", datasetsKey],
+      ["getVersion", datasetsKey],
+      ["getVersionQuality", datasetsKey],
+      ["readTableRows", datasetsKey],
+      ["runOrderSql", datasetsKey],
     ] as const) {
       const { path, body } = example(operation);
       const response = await fetch(`${server.url}/api/v1${path}`, {
@@ -60,6 +66,18 @@ describe("the API reference with the demo data loaded", () => {
       redirect: "manual",
     });
     expect(download.status).toBe(302);
+    const changes = await fetch(`${server.url}/api/v1${example("downloadChanges").path}`, {
+      headers: { Authorization: `Bearer ${datasetsKey.secret}` },
+      redirect: "manual",
+    });
+    expect(changes.status).toBe(302);
+  });
+
+  it("explains Delta Sharing and MCP in its own words, and sends no reader to a file of docs/", () => {
+    const text = html.replace(/<script[\s\S]*?<\/script>/g, "");
+    expect(text).toContain('id="delta-sharing"');
+    expect(text).toContain('id="mcp"');
+    expect(text).not.toMatch(/docs\/[a-z-]+\.md/);
   });
 
   it("lists every object's fields and renders descriptions' Markdown (no raw backticks)", () => {

@@ -8,9 +8,12 @@ import {
   downloadFormatCommand,
   exportKeyCommand,
   listOrdersCommand,
+  mcpCallCommand,
   readOrderCommand,
   RETRY_ON_202_NOTE,
   SETUP_COMMANDS,
+  sharingQueryCommand,
+  sharingTablesCommand,
 } from "@/lib/docs/commands";
 
 /**
@@ -40,6 +43,8 @@ describe("the commands shown in the docs are the getting-started page's", () => 
     ["README.md", [...apiCommands, clientSyncCommands(DEVELOPMENT_ORIGIN)]],
     ["docs/api.md", apiCommands.slice(1)],
     ["docs/clients.md", [clientSyncCommands(DEVELOPMENT_ORIGIN)]],
+    ["docs/delta-sharing.md", [sharingTablesCommand(DEVELOPMENT_ORIGIN), sharingQueryCommand(DEVELOPMENT_ORIGIN)]],
+    ["docs/mcp.md", [mcpCallCommand(DEVELOPMENT_ORIGIN)]],
   ])("%s shows the API and client commands", (file, commands) => {
     const text = read(file);
     for (const command of commands) expect(text, `${file} lacks:\n${command}`).toContain(command);

@@ -8,6 +8,7 @@ import { TextField } from "@/components/text-field";
 import { Button, Notice } from "@/components/ui";
 import { NAME_MAX_LENGTH } from "@/lib/contract";
 import { formatDate } from "@/lib/format";
+import { PERMISSION_SUMMARIES } from "@/lib/keys/permissions";
 import { SHARING_PROFILE_FILE_NAME, sharingProfile } from "@/lib/sharing/profile";
 import { createKeyAction, replaceKeyAction, revokeKeyAction, type CreatedKey } from "./actions";
 
@@ -89,7 +90,7 @@ export function CreateKeyButton({ socialEnabled, expiryChoices }: { socialEnable
             <label className="flex items-center gap-2 text-sm">
               <input type="radio" name="permission" value="datasets:read" defaultChecked />
               <span>
-                <code>datasets:read</code>: list orders, read them, download files
+                <code>datasets:read</code>: {PERMISSION_SUMMARIES["datasets:read"]}
               </span>
             </label>
             <label className={`flex items-center gap-2 text-sm ${socialEnabled ? "" : "text-slate-400"}`}>
@@ -101,7 +102,7 @@ export function CreateKeyButton({ socialEnabled, expiryChoices }: { socialEnable
                 aria-describedby="scrape-help"
               />
               <span>
-                <code>scrape:read</code>: Social API profiles
+                <code>scrape:read</code>: {PERMISSION_SUMMARIES["scrape:read"]}
               </span>
             </label>
             {!socialEnabled && (

@@ -7,7 +7,7 @@ import { linkClass } from "@/components/ui";
 import { apiDocument } from "@/lib/api/routes";
 import { apiErrorCatalog } from "@/lib/http/problem";
 import { DATASETS_RATE_LIMIT } from "@/lib/contract";
-import { DEMO_EMAIL, apiExamples, exampleSignedLink, type ApiExamples } from "@/lib/docs/examples";
+import { DEMO_EMAIL, apiExamples } from "@/lib/docs/examples";
 import {
   endpointViews,
   objectViews,
@@ -15,17 +15,22 @@ import {
   type OpenApiDocument,
   type TypeLabel,
 } from "@/lib/docs/reference";
-import { CURL, RETRY_ON_202_NOTE } from "@/lib/docs/commands";
+import { PERMISSION_SUMMARIES } from "@/lib/keys/permissions";
 import { siteOrigin } from "@/lib/site";
+import { AUTH, curl, exampleFor, type Example } from "./example-calls";
+import { DeltaSharingSection, McpSection } from "./sections";
 import { SOCIAL_PLATFORMS } from "@/lib/schemas/social-platforms";
 import { WEBHOOK_EVENT_DESCRIPTIONS, WEBHOOK_EVENT_TYPES } from "@/lib/webhooks/events";
 
 export const metadata: Metadata = { title: "API reference" };
 export const dynamic = "force-dynamic";
 
-/** A curl command, one option per line so that it reads (and fits) on a narrow screen. */
-const curl = (first: string, ...rest: string[]) => [`${CURL} ${first}`, ...rest].join(" \\\n  ");
-const AUTH = `-H "Authorization: Bearer $DATASET_ACCESS_KEY"`;
+/** The reference's sections beside the endpoints, for its table of contents. */
+const OTHER_SECTIONS = [
+  ["webhooks", "Webhooks: events pushed to your backend"],
+  ["delta-sharing", "Delta Sharing: pandas, Spark, Power BI"],
+  ["mcp", "MCP: AI agents over your datasets"],
+] as const;
 
 /** Rendered from the same OpenAPI document as /api/v1/openapi.json, so the two cannot disagree. */
 export default async function ApiReferencePage() {
@@ -55,6 +60,13 @@ export default async function ApiReferencePage() {
                 </a>
               </li>
             ))}
+            {OTHER_SECTIONS.map(([id, title]) => (
+              <li key={id}>
+                <a href={`#${id}`} className={linkClass}>
+                  {title}
+                </a>
+              </li>
+            ))}
           </ul>
         </nav>
       </header>
@@ -66,8 +78,9 @@ export default async function ApiReferencePage() {
           <Link href="/keys" className={linkClass}>
             dashboard
           </Link>
-          , have one permission (<code>datasets:read</code> for orders, <code>scrape:read</code> for the Social API) and
-          must stay on your server: never put them in browser or mobile code.
+          , have one permission and must stay on your server: never put them in browser or mobile code. A{" "}
+          <code>datasets:read</code> key reads {PERMISSION_SUMMARIES["datasets:read"]}; a <code>scrape:read</code> key
+          reads {PERMISSION_SUMMARIES["scrape:read"]}.
         </p>
         <CodeBlock label="shell">{`export DATASET_ACCESS_KEY=dak_...   # from the dashboard, shown once\n${curl(AUTH, `${api}/orders`)}`}</CodeBlock>
         <p className="text-sm text-slate-600" data-testid="examples-source">
@@ -154,6 +167,10 @@ const event = new Webhook(process.env.DATASET_ACCESS_WEBHOOK_SECRET).verify(rawB
 if (event.type === "order.delivered") queueDownload(event.data.id);`}</CodeBlock>
       </section>
 
+      <DeltaSharingSection origin={origin} ids={examples.ids} />
+
+      <McpSection origin={origin} />
+
       <section className="space-y-3">
         <h2 className="text-xl font-semibold">Social API</h2>
         <p className="text-slate-700">
@@ -218,58 +235,6 @@ if (event.type === "order.delivered") queueDownload(event.data.id);`}</CodeBlock
   );
 }
 
-type Example = { path: string; request: string; response: string; responseLabel: string };
-
-function exampleFor(id: string, examples: ApiExamples, api: string): Example | undefined {
-  switch (id) {
-    case "listOrders":
-      return {
-        path: examples.listOrders.path,
-        request: `${curl(AUTH, `"${api}${examples.listOrders.path}"`)}\n# next page: the same with &offset=<next_offset>, until next_offset is null`,
-        response: examples.listOrders.body,
-        responseLabel: "200 response",
-      };
-    case "getOrder":
-      return {
-        path: examples.getOrder.path,
-        request: curl(AUTH, `${api}${examples.getOrder.path}`),
-        response: examples.getOrder.body,
-        responseLabel: "200 response",
-      };
-    case "downloadFile":
-      return {
-        path: examples.downloadFile.path,
-        request: [
-          `# -L follows the redirect; -OJ saves under the file's own name (${examples.downloadFile.fileName})`,
-          curl("-L -OJ", AUTH, `${api}${examples.downloadFile.path}`),
-          "# resume an interrupted download: continue where the file on disk stops",
-          curl("-L -C -", `-o ${examples.downloadFile.fileName}`, AUTH, `${api}${examples.downloadFile.path}`),
-          "# the same data as Parquet (or csv, jsonl): 202 with Retry-After while it is made, then the same 302",
-          curl("-L -OJ", AUTH, `"${api}${examples.downloadFile.path}?format=parquet"`),
-          RETRY_ON_202_NOTE,
-        ].join("\n"),
-        response: `HTTP/1.1 302 Found\nLocation: ${exampleSignedLink(api.replace(/\/api\/v1$/, ""))}\nCache-Control: private, no-store`,
-        responseLabel: "302 response (headers)",
-      };
-    case "previewFile":
-      return {
-        path: examples.previewFile.path,
-        request: curl(AUTH, `"${api}${examples.previewFile.path}"`),
-        response: examples.previewFile.body,
-        responseLabel: "200 response",
-      };
-    case "getSocialProfile":
-      return {
-        path: examples.getSocialProfile.path,
-        request: curl(`-H "Authorization: Bearer $SOCIAL_KEY"`, `"${api}${examples.getSocialProfile.path}"`),
-        response: examples.getSocialProfile.body,
-        responseLabel: "200 response",
-      };
-    default:
-      return undefined;
-  }
-}
-
 function Endpoint({ endpoint, example }: { endpoint: EndpointView; example?: Example }) {
   return (
     <div
@@ -318,9 +283,11 @@ function Endpoint({ endpoint, example }: { endpoint: EndpointView; example?: Exa
       {example && (
         <Part title="Example">
           <CodeBlock label="request">{example.request}</CodeBlock>
-          <CodeBlock label={example.responseLabel} testId={`example-response-${endpoint.id}`}>
-            {example.response}
-          </CodeBlock>
+          {example.response && (
+            <CodeBlock label={example.responseLabel} testId={`example-response-${endpoint.id}`}>
+              {example.response}
+            </CodeBlock>
+          )}
         </Part>
       )}
     </div>

@@ -768,7 +768,7 @@ export interface components {
             name: "row_count_zero" | "row_count_drop" | "deleted_fraction" | "null_fraction_increase" | "distinct_drop" | "distribution_shift";
             /** @description The column it measured; null for a table-wide check. */
             column: string | null;
-            /** @description What was measured (see the checks table in docs/tables.md). */
+            /** @description What was measured: rows (`row_count_zero`), 1 - rows / previous rows (`row_count_drop`), deleted / previous rows (`deleted_fraction`), the rise of a column's null fraction (`null_fraction_increase`), 1 - distinct / previous distinct (`distinct_drop`) or the column's PSI against the previous version (`distribution_shift`). */
             value: number;
             /** @description The table's threshold for this check. */
             threshold: number;
@@ -819,7 +819,7 @@ export interface components {
             next_offset: number | null;
         };
         ResultColumn: {
-            /** @example price */
+            /** @example price_eur */
             name: string;
             /**
              * @description The column's type as DuckDB names it.
@@ -2195,7 +2195,7 @@ export interface operations {
                 version?: string;
                 /** @description Comma-separated column names; all when not given. */
                 columns?: string;
-                /** @description One boolean expression over the columns (comparisons, AND/OR/NOT, IS [NOT] NULL, [NOT] IN, [NOT] BETWEEN, [NOT] LIKE/ILIKE, literals and a few functions: see docs/explore.md). At most 4,000 characters. */
+                /** @description One boolean expression over the columns, at most 4,000 characters: comparisons (`= <> != < <= > >=`), `AND`, `OR`, `NOT`, parentheses, `IS [NOT] NULL`, `[NOT] IN (...)`, `[NOT] BETWEEN`, `[NOT] LIKE`, `[NOT] ILIKE`; string, number, `true`/`false`, `NULL`, `DATE '2026-01-31'` and `TIMESTAMP '2026-01-31 08:00'` literals; column names bare or in double quotes (`"Sold At"`); and the functions `lower`, `upper`, `length`, `trim`, `abs`, `round`, `coalesce`, `date_trunc`, `year`, `month`, `day`, `contains`, `starts_with`. Anything else (a subquery, another function, a cast, `CASE`, a `;`) is 400 `invalid_filter`. */
                 where?: string;
                 /** @description `col [asc|desc]`, comma-separated; the key columns, else file order, when not given. */
                 order_by?: string;
@@ -2374,7 +2374,7 @@ export interface operations {
                 version?: string;
                 /** @description Comma-separated column names; all when not given. */
                 columns?: string;
-                /** @description One boolean expression over the columns (comparisons, AND/OR/NOT, IS [NOT] NULL, [NOT] IN, [NOT] BETWEEN, [NOT] LIKE/ILIKE, literals and a few functions: see docs/explore.md). At most 4,000 characters. */
+                /** @description One boolean expression over the columns, at most 4,000 characters: comparisons (`= <> != < <= > >=`), `AND`, `OR`, `NOT`, parentheses, `IS [NOT] NULL`, `[NOT] IN (...)`, `[NOT] BETWEEN`, `[NOT] LIKE`, `[NOT] ILIKE`; string, number, `true`/`false`, `NULL`, `DATE '2026-01-31'` and `TIMESTAMP '2026-01-31 08:00'` literals; column names bare or in double quotes (`"Sold At"`); and the functions `lower`, `upper`, `length`, `trim`, `abs`, `round`, `coalesce`, `date_trunc`, `year`, `month`, `day`, `contains`, `starts_with`. Anything else (a subquery, another function, a cast, `CASE`, a `;`) is 400 `invalid_filter`. */
                 where?: string;
                 /** @description The file's format; parquet when not given. */
                 format?: "parquet" | "csv" | "jsonl";
