@@ -51,15 +51,23 @@ const WIDENED: Record<string, string> = {
   TIMESTAMP_NS: "TIMESTAMP",
 };
 
-/** The table's schema as the protocol's `schemaString` value (a JSON text). */
-export function sparkSchemaString(columns: Column[]): string {
+/**
+ * The table's schema as the protocol's `schemaString` value (a JSON text); a column with a description
+ * carries it as its field's `metadata.comment` (Spark's and Unity Catalog's column comment).
+ */
+export function sparkSchemaString(columns: Column[], comments: Record<string, string> = {}): string {
   const fields: SparkField[] = columns.map((column) => ({
     name: column.name,
     type: sparkType(portable(parseDuckType(column.type))),
     nullable: column.nullable,
-    metadata: {},
+    metadata: commentOf(comments, column.name),
   }));
   return JSON.stringify({ type: "struct", fields });
+}
+
+function commentOf(comments: Record<string, string>, name: string): Record<string, string> {
+  const comment = comments[name];
+  return comment ? { comment } : {};
 }
 
 /** The Spark type a DuckDB type is advertised (and written) as. */

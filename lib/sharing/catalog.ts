@@ -19,6 +19,9 @@ export type SharedTable = SharedTableName & {
   mode: "snapshot" | "append";
   key: string[];
   currentVersion: number;
+  /** The data dictionary's table description and column descriptions (only those described). */
+  description: string | null;
+  columnComments: Record<string, string>;
 };
 /** A version of a table: when it was made, and whether table:prune removed its parts. */
 export type SharedVersion = { version: number; createdAt: Date; pruned: boolean };
@@ -87,7 +90,9 @@ export async function sharedTables(
 export async function sharedTable(buyerId: string, orderId: string, name: string): Promise<SharedTable | undefined> {
   const [row] = await sqlQuery<SharedTable>(
     `SELECT o.id AS "orderId", o.name AS "orderName", t.id AS "tableId", t.name, t.mode, t.key,
-            t.current_version AS "currentVersion"
+            t.current_version AS "currentVersion", t.description,
+            COALESCE((SELECT jsonb_object_agg(d.key, d.value ->> 'description') FROM jsonb_each(t.column_docs) d
+                      WHERE d.value ->> 'description' IS NOT NULL), '{}') AS "columnComments"
      FROM orders o JOIN order_tables t ON t.order_id = o.id AND t.current_version IS NOT NULL
      WHERE ${DELIVERED} AND o.id = $2 AND t.name = $3`,
     [buyerId, orderId, name],

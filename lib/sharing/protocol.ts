@@ -136,9 +136,11 @@ export function metadataLine(table: SharedTable, detail: VersionDetail, parts: S
     metaData: {
       id: table.tableId,
       name: table.name,
-      description: `${table.mode === "append" ? "Append" : "Snapshot"} table${table.key.length ? ` keyed by ${table.key.join(", ")}` : ""}, of order ${table.orderName}.`,
+      description:
+        table.description ??
+        `${table.mode === "append" ? "Append" : "Snapshot"} table${table.key.length ? ` keyed by ${table.key.join(", ")}` : ""}, of order ${table.orderName}.`,
       format: { provider: "parquet" },
-      schemaString: sparkSchemaString(detail.columns),
+      schemaString: sparkSchemaString(detail.columns, table.columnComments),
       partitionColumns: [],
       configuration: { enableChangeDataFeed: "true" },
       ...(withVersion ? { version: detail.version } : {}),

@@ -10,6 +10,7 @@ import { makeRendition } from "../../lib/datasets/renditions";
 import { signDownloadToken, verifyDownloadToken } from "../../lib/downloads/token";
 import { replaceApiKey, revokeApiKey } from "../../lib/keys";
 import { setOrderStatus } from "../../lib/operator/orders";
+import { describeTable } from "../../lib/tables/dictionary";
 import { enableSocialAccess } from "../../lib/social/admin";
 import { s3Client } from "../../lib/storage/s3";
 import { datasetJobsDone, goodFiles, PRODUCT_ROWS } from "../datasets/helpers";
@@ -455,6 +456,25 @@ describe("one table", () => {
       ["price", "double"],
       ["listed_at", "timestamp"],
       ["note", "string"],
+    ]);
+  });
+
+  it("carries the data dictionary: the table's description, each described column's metadata.comment", async () => {
+    const file = csvFile();
+    await describeTable(mainOrder.id, file.table!, {
+      description: "Products as the shop lists them.",
+      columns: [{ name: "price", description: "Price in euros.", unit: "EUR" }],
+    });
+    const [, metadata] = await ndjson(await sharing(`${tablePath(mainOrder.id, file.table!)}/metadata`));
+    const metaData = (metadata as { metaData: { description: string; schemaString: string } }).metaData;
+    expect(metaData.description).toBe("Products as the shop lists them.");
+    const fields = (JSON.parse(metaData.schemaString) as { fields: SchemaField[] }).fields;
+    expect(fields.map((field) => [field.name, field.metadata])).toEqual([
+      ["id", {}],
+      ["name", {}],
+      ["price", { comment: "Price in euros." }],
+      ["listed_at", {}],
+      ["note", {}],
     ]);
   });
 

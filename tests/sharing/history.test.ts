@@ -110,6 +110,23 @@ beforeAll(async () => {
     if (week === 1) await withoutQualityChecks(orderId, "archive");
   }
   await runAdminJson(cliEnv, "table:prune", "--order", orderId, "--table", "archive", "--keep", "1");
+  // Described (docs/tables.md, the data dictionary): the reference client must still read it.
+  await runAdminJson(
+    cliEnv,
+    "table:describe",
+    "--order",
+    orderId,
+    "--table",
+    "prices",
+    "--description",
+    "Prices of the shop, by product.",
+    "--column",
+    "price",
+    "--description",
+    "Price in euros.",
+    "--unit",
+    "EUR",
+  );
   priceVersions = await db().tableVersion.findMany({
     where: { table: { orderId, name: "prices" } },
     orderBy: { version: "asc" },
@@ -530,6 +547,7 @@ describe("the reference client's request sequence (python/delta_sharing/rest_cli
         ["AddCdcFile", 3],
       ],
       tables: ["archive", "events", "prices"],
+      described: { description: "Prices of the shop, by product.", comments: { price: "Price in euros." } },
     });
   });
 });

@@ -54,6 +54,11 @@ out["version"] = client.query_table_version(table).delta_table_version
 out["version_since"] = client.query_table_version(table, starting_timestamp=timestamp).delta_table_version
 v1 = client.list_files_in_table(table, version=1)
 out["files_v1"] = {"version": v1.delta_table_version, "files": len(v1.add_files), "metadata_id": v1.metadata.id}
+fields = json.loads(v1.metadata.schema_string)["fields"]
+out["described"] = {
+    "description": v1.metadata.description,
+    "comments": {f["name"]: f["metadata"]["comment"] for f in fields if "comment" in f["metadata"]},
+}
 ts = client.list_files_in_table(table, timestamp=timestamp)
 out["files_ts"] = {"version": ts.delta_table_version, "files": len(ts.add_files)}
 changes = client.list_table_changes(table, CdfOptions(starting_version=1, ending_version=3))
