@@ -84,8 +84,10 @@ export function registerTableTools(server: McpServer, context: ToolContext): voi
       description:
         "What a table of an order holds: its columns and types, its row count, its key, its newest versions (each " +
         "with the rows it inserted, updated and deleted, and its quality status), the quality report of the current " +
-        "version (null if none) and the seller's notices of the last 90 days (schema changes, delays, deprecation). " +
-        "Call it before query to learn the column names.",
+        "version (null if none), the seller's notices of the last 90 days (schema changes, delays, deprecation), " +
+        "the data dictionary (what the table and each column mean, units, examples) and its freshness (the promised " +
+        "refresh cadence, when the next version is expected, whether it is late). Call it before query to learn the " +
+        "column names.",
       inputSchema: { order_id: orderIdInput, table: tableInput },
       outputSchema: {
         table: tableSchema,
@@ -100,13 +102,23 @@ export function registerTableTools(server: McpServer, context: ToolContext): voi
       toolResult(context, async () => {
         const described = await describeTable(context.buyerId, order_id, table);
         const { name, version, rows, key, mode } = described.table;
+        const { description, freshness } = described.table;
         const text = lines(
           `Table ${name} (${mode}${key ? `, key ${key.join(", ")}` : ""}): version ${version ?? "none"}, ${rows ?? 0} rows, ${described.version_count} version(s).`,
+          description && `About it: ${description}`,
+          freshness &&
+            `Refreshed every ${freshness.every} (grace ${freshness.grace}); next version expected by ${freshness.expected_by ?? "its first version"}${freshness.late ? ": LATE" : ""}.`,
           `Query it as "${name}" (current version), "${name}@N" (version N) or "${name}@changes".`,
           "Columns:",
           textTable(
-            ["column", "type", "nullable"],
-            (described.table.columns ?? []).map((column) => [column.name, column.type, column.nullable]),
+            ["column", "type", "nullable", "unit", "description"],
+            (described.table.columns ?? []).map((column) => [
+              column.name,
+              column.type,
+              column.nullable,
+              column.unit,
+              column.description,
+            ]),
             200,
           ),
           "Versions:",
