@@ -119,7 +119,10 @@ try {
   const loadOrders = published.value;
   log(`published in ${round(published.seconds, 1)} s`);
   await closeEnginePool();
-  const files = await versionFiles(tableOf(await deliveredOrderTables(buyer.id, order.id), order.id, "products"), 1);
+  const { files } = await versionFiles(
+    tableOf(await deliveredOrderTables(buyer.id, order.id), order.id, "products"),
+    1,
+  );
   if (files.length !== 10) throw new Error(`the version has ${files.length} parts, not 10`);
   for (const connection of [duckdb, cachingDuckdb]) {
     await connection.run(

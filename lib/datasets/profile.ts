@@ -44,10 +44,11 @@ export async function readProfile(
 
 /**
  * The columns of the current version of the table a part is published to: the types a header-only
- * CSV part takes (an empty refresh is then a 0-row version for the quality gate, not a type change).
+ * CSV part and a JSON Lines part without a record take (an empty refresh is then a 0-row version
+ * for the quality gate, not a change of types or columns).
  */
 async function tableColumnsFor(publicationId: string | null, format: FileFormat): Promise<Column[] | undefined> {
-  if (!publicationId || (format !== "csv" && format !== "tsv")) return undefined;
+  if (!publicationId || (format !== "csv" && format !== "tsv" && format !== "jsonl")) return undefined;
   const [row] = await sqlQuery<{ columns: Column[] }>(
     `SELECT v.columns FROM table_publications p
      JOIN order_tables t ON t.id = p.table_id

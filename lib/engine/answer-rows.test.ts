@@ -59,17 +59,4 @@ describe("answerRows", () => {
     expect((refusal as AppError).code).toBe("answer_too_large");
     expect((refusal as AppError).message).toMatch(/the widest: "wide" \(.*\), "middle" \(.*\), "narrow"/);
   });
-
-  it("renders and names a column as the given type (a version's own, for a widened Parquet column)", async () => {
-    const answer = await read("SELECT 18446744073709551615::DECIMAL(20,0) AS big, 2::DECIMAL(20,0) AS small", {
-      limit: 1,
-      bytes: 10_000,
-      types: ["UBIGINT", "UBIGINT"],
-    });
-    expect(answer.columns).toEqual([
-      { name: "big", type: "UBIGINT" },
-      { name: "small", type: "UBIGINT" },
-    ]);
-    expect(JSON.parse(answer.rowsJson)).toEqual([["18446744073709551615", 2]]);
-  });
 });

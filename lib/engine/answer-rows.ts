@@ -26,8 +26,6 @@ export type AnswerBudget = {
   limit: number;
   /** The whole answer's budget: its columns, its rows and its envelope. */
   bytes: number;
-  /** Per column, the type to render it as and to say (a version's own type for a widened Parquet column). */
-  types?: (string | undefined)[];
 };
 
 /** What an answer's other members take beside its columns and rows (version, next_offset, truncated...). */
@@ -40,7 +38,7 @@ export async function answerRows(result: DuckDBResult, budget: AnswerBudget): Pr
   const stored = result.columnTypes();
   const columns = result.columnNames().map((name, index) => ({
     name,
-    type: budget.types?.[index] ?? String(stored[index]),
+    type: String(stored[index]),
   }));
   const types = columns.map(({ type }) => type);
   let room = budget.bytes - ENVELOPE_BYTES - Buffer.byteLength(JSON.stringify(columns));

@@ -52,13 +52,22 @@ const GZIP_MAGIC = Buffer.from([0x1f, 0x8b]);
 /**
  * Checks that the bytes are what the name says, before DuckDB reads them: an empty file, a Parquet
  * file without its PAR1 markers, or text that is really binary (a NUL byte, gzip or Parquet inside a
- * `.csv`) is refused with a reason.
+ * `.csv`) is refused with a reason. `emptyAllowed`: an empty file is a file without a record (a JSON
+ * Lines part of a table, which takes the table's columns).
  */
-export async function checkLooksLike(file: string, format: DataFormat, compression: Compression): Promise<void> {
+export async function checkLooksLike(
+  file: string,
+  format: DataFormat,
+  compression: Compression,
+  { emptyAllowed = false }: { emptyAllowed?: boolean } = {},
+): Promise<void> {
   const handle = await fs.open(file, "r");
   try {
     const { size } = await handle.stat();
-    if (size === 0) throw new UnreadableFileError("The file is empty.");
+    if (size === 0) {
+      if (emptyAllowed) return;
+      throw new UnreadableFileError("The file is empty.");
+    }
     if (format === "parquet") {
       const head = Buffer.alloc(4);
       const tail = Buffer.alloc(4);

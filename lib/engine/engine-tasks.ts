@@ -39,7 +39,10 @@ export type Profile = { columns: Column[]; rows: number; preview: Json[][] };
  */
 export type EngineScope = { directory: string; readable: string[]; timeLimitMs?: number };
 
-/** `emptyTypes`: the types a header-only CSV or TSV takes by column name (see headerOnlyTypes). */
+/**
+ * `emptyTypes`: the table's columns, which a header-only CSV or TSV (see headerOnlyTypes) and a JSON
+ * Lines file without a record (see recordlessJsonLines) take.
+ */
 type Source = { format: DataFormat; compression: Compression; emptyTypes?: Column[] };
 
 export const ENGINE_TASKS = {
@@ -196,7 +199,9 @@ export type EngineTaskOutput<Name extends EngineTaskName> = Awaited<ReturnType<E
 
 /** A file's reader once it passed the checks of its format (looks like it; a gzip that does not expand without bound). */
 async function checkedReader(connection: DuckDBConnection, file: string, source: Source): Promise<string> {
-  await checkLooksLike(file, source.format, source.compression);
+  // An empty JSON Lines part of a table is a part without a record: it takes the table's columns.
+  const emptyAllowed = source.format === "jsonl" && source.emptyTypes !== undefined && source.emptyTypes.length > 0;
+  await checkLooksLike(file, source.format, source.compression, { emptyAllowed });
   if (source.compression === "gzip") await checkGzipExpansion(file);
   return readerOf(connection, file, source);
 }
@@ -282,6 +287,10 @@ function formulaSafeSelectList(columns: Column[]): string {
  * the sniffer then settles for one column of whole lines), and the strict read refuses it as before.
  */
 async function readerOf(connection: DuckDBConnection, file: string, source: Source): Promise<string> {
+  if (source.format === "jsonl" && source.emptyTypes?.length) {
+    const typed = await recordlessJsonLines(connection, file, source.compression, source.emptyTypes);
+    if (typed) return typed;
+  }
   if (source.format !== "csv" && source.format !== "tsv") return readerSql(file, source.format, source.compression);
   const sniffed = await sniffCsv(connection, file, source);
   if (!sniffed) return readerSql(file, source.format, source.compression);
@@ -331,6 +340,29 @@ async function headerOnlyTypes(
   const first = await connection.runAndReadAll(`SELECT 1 FROM ${reader} LIMIT 1`);
   if (first.getRows().length > 0) return undefined;
   return sniffed.Columns.map((column) => ({ name: column.name, type: known.get(column.name) ?? column.type }));
+}
+
+/**
+ * A JSON Lines file without a record (empty, or blank lines) read as the table's columns: DuckDB
+ * reads it as one column `json`, a change of columns; like a header-only CSV it is a 0-row version
+ * the quality gate holds (row_count_zero). Undefined when it has a record (this reads one).
+ */
+async function recordlessJsonLines(
+  connection: DuckDBConnection,
+  file: string,
+  compression: Compression,
+  emptyTypes: Column[],
+): Promise<string | undefined> {
+  const columns = emptyTypes.map(({ name, type }) => `${sqlString(name)}: ${sqlString(type)}`).join(", ");
+  const reader = `read_json(${sqlString(file)}, format = 'newline_delimited', compression = ${
+    compression === "gzip" ? "'gzip'" : "'uncompressed'"
+  }, columns = {${columns}})`;
+  try {
+    const first = await connection.runAndReadAll(`SELECT 1 FROM ${reader} LIMIT 1`);
+    return first.getRows().length === 0 ? reader : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 type SniffedCsv = {

@@ -245,7 +245,10 @@ describe("an instance kept between queries of the same files", () => {
     const replied = new Promise<EngineReply>((resolve) => child.once("message", resolve));
     const input = {
       files: [{ path: fileA, name: "a" }],
-      columns: ["part", "id"],
+      columns: [
+        { name: "part", type: "VARCHAR" },
+        { name: "id", type: "BIGINT" },
+      ],
       select: ["id"],
       orderBy: [],
       fileOrder: true,

@@ -30,9 +30,13 @@ beforeAll(async () => {
   await connection.run(`COPY (SELECT 1 AS id, 'insert' AS _change_type) TO ${sqlString(change.path)}`);
   connection.closeSync();
   instance.closeSync();
+  const columns = [
+    { name: "id", type: "BIGINT" },
+    { name: "part", type: "VARCHAR" },
+  ];
   views = [
-    { name: "products", files: [partA, partB] },
-    { name: "products@changes", files: [], changes: [{ version: 1, file: change }] },
+    { name: "products", files: [partA, partB], columns },
+    { name: "products@changes", files: [], columns: [], changes: [{ version: 1, file: change, columns }] },
   ];
 });
 afterAll(async () => {

@@ -5,6 +5,7 @@ import { AppError, type ErrorCode } from "../errors";
 import { SPILL_LIMIT, sqlIdentifier, sqlString } from "./engine";
 import { answerRows, type AnswerRows } from "./answer-rows";
 import { checkedRendering } from "./plan-check";
+import { ownTypeReplacements } from "./spark-schema";
 import { checkSelect } from "./sql-check";
 import { serializedSql } from "./sql-parser";
 import { renderFilter, WHERE_PARSE_PREFIX } from "./where-filter";
@@ -25,8 +26,8 @@ export type QueryFile = { path: string; name: string };
 /** A version's rows without paging: a subset's (all matching rows, in the rows' total order). */
 export type SubsetRowsInput = {
   files: QueryFile[];
-  /** The version's columns, in order. */
-  columns: string[];
+  /** The version's columns, in order, in the table's own types (its parts store some widened). */
+  columns: QueryColumn[];
   select: string[];
   where?: string;
   orderBy: { column: string; descending: boolean }[];
@@ -35,17 +36,20 @@ export type SubsetRowsInput = {
 };
 /**
  * A page of them: with the key and file order after the sort, pages neither overlap nor skip. At
- * most `limit` rows and `bytes` of answer; `types`, per selected column, the type it is rendered as.
+ * most `limit` rows and `bytes` of answer.
  */
-export type RowsInput = SubsetRowsInput & {
-  limit: number;
-  offset: number;
-  bytes: number;
-  types?: (string | undefined)[];
-};
+export type RowsInput = SubsetRowsInput & { limit: number; offset: number; bytes: number };
 
-/** A view the SQL reads: a version's parts, or (changes) each version's change file with its number. */
-export type SqlView = { name: string; files: QueryFile[]; changes?: { version: number; file: QueryFile }[] };
+/**
+ * A view the SQL reads: a version's parts, or (changes) each version's change file with its number;
+ * each with the version's columns in the table's own types, which the view reads them as.
+ */
+export type SqlView = {
+  name: string;
+  files: QueryFile[];
+  columns: QueryColumn[];
+  changes?: { version: number; file: QueryFile; columns: QueryColumn[] }[];
+};
 
 /**
  * DuckDB's virtual columns of a Parquet scan that make the file order: the part's place in the list
@@ -223,11 +227,11 @@ const SUBSET_COPY_OPTIONS: Record<RenditionFormat, string> = {
  * paths' random ids) and each row's position in its part: a total order.
  */
 async function orderedRowsSql(connection: DuckDBConnection, input: SubsetRowsInput): Promise<string> {
-  const filter = input.where === undefined ? "" : `WHERE ${await parsedFilter(input.where, input.columns)}`;
-  const reader = `read_parquet([${input.files.map((file) => sqlString(file.path)).join(", ")}])`;
+  const names = input.columns.map((column) => column.name);
+  const filter = input.where === undefined ? "" : `WHERE ${await parsedFilter(input.where, names)}`;
   const { source, fileOrder } = input.fileOrder
-    ? await fileOrderedSource(connection, reader, input.columns)
-    : { source: reader, fileOrder: [] };
+    ? await fileOrderedSource(connection, input.files, input.columns)
+    : { source: ownTypedParts(input.files, input.columns), fileOrder: [] };
   const order = [
     ...input.orderBy.map(({ column, descending }) => `${sqlIdentifier(column)} ${descending ? "DESC" : "ASC"}`),
     ...fileOrder.map(sqlIdentifier),
@@ -243,11 +247,13 @@ async function orderedRowsSql(connection: DuckDBConnection, input: SubsetRowsInp
  */
 async function fileOrderedSource(
   connection: DuckDBConnection,
-  reader: string,
-  columns: string[],
+  files: QueryFile[],
+  columns: QueryColumn[],
 ): Promise<{ source: string; fileOrder: string[] }> {
-  const taken = new Set(columns.map((name) => name.toLowerCase()));
-  if (!FILE_ORDER_COLUMNS.some((name) => taken.has(name))) return { source: reader, fileOrder: FILE_ORDER_COLUMNS };
+  const taken = new Set(columns.map(({ name }) => name.toLowerCase()));
+  if (!FILE_ORDER_COLUMNS.some((name) => taken.has(name)))
+    return { source: ownTypedParts(files, columns, FILE_ORDER_COLUMNS), fileOrder: FILE_ORDER_COLUMNS };
+  const reader = ownTypedParts(files, columns);
   let position = "row_position";
   while (taken.has(position)) position = `_${position}`;
   const counted = await connection.runAndReadAll(`SELECT count(*) FROM ${reader}`);
@@ -258,14 +264,32 @@ async function fileOrderedSource(
   };
 }
 
+/**
+ * The rows of Parquet `files` with `columns` in the table's own types: read as they are where the
+ * parts store every column so (no cast in the way of the scan), else with the widened ones cast
+ * back (lib/engine/spark-schema.ts ownTypeReplacements), and DuckDB's `virtual` columns kept.
+ */
+function ownTypedParts(files: QueryFile[], columns: QueryColumn[], virtual: string[] = []): string {
+  const reader = `read_parquet([${files.map((file) => sqlString(file.path)).join(", ")}])`;
+  const casts = ownTypeReplacements(columns);
+  if (casts === undefined) return reader;
+  return `(SELECT ${[`* REPLACE (${casts})`, ...virtual].join(", ")} FROM ${reader})`;
+}
+
+/** `* REPLACE (...)` casting the widened ones of `columns` back, or `*` when none is. */
+function ownTypesSelect(columns: QueryColumn[]): string {
+  const casts = ownTypeReplacements(columns);
+  return casts === undefined ? "*" : `* REPLACE (${casts})`;
+}
+
 function viewSql(view: SqlView): string {
   if (!view.changes)
-    return `SELECT * FROM read_parquet([${view.files.map((file) => sqlString(file.path)).join(", ")}])`;
+    return `SELECT ${ownTypesSelect(view.columns)} FROM read_parquet([${view.files.map((file) => sqlString(file.path)).join(", ")}])`;
   if (view.changes.length === 0) return "SELECT NULL AS _change_type, NULL::INTEGER AS _commit_version WHERE false";
   return view.changes
     .map(
-      ({ version, file }) =>
-        `SELECT *, ${version}::INTEGER AS _commit_version FROM read_parquet(${sqlString(file.path)})`,
+      ({ version, file, columns }) =>
+        `SELECT ${ownTypesSelect(columns)}, ${version}::INTEGER AS _commit_version FROM read_parquet(${sqlString(file.path)})`,
     )
     .join(" UNION ALL BY NAME ");
 }

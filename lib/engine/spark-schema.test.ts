@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseDuckType, portableSelectList, sparkSchemaString, sparkTypeOf } from "./spark-schema";
+import { ownTypeReplacements, parseDuckType, portableSelectList, sparkSchemaString, sparkTypeOf } from "./spark-schema";
 
 describe("sparkTypeOf", () => {
   it.each([
@@ -115,5 +115,33 @@ describe("portableSelectList", () => {
         'CAST("tags" AS STRUCT("n" DECIMAL(38,0))[]) AS "tags"',
       ].join(", "),
     );
+  });
+});
+
+describe("ownTypeReplacements", () => {
+  it("casts back only the columns a rendition stores widened, a UNION left as its text", () => {
+    expect(
+      ownTypeReplacements([
+        { name: "id", type: "BIGINT" },
+        { name: 'odd "name"', type: "UBIGINT" },
+        { name: "at", type: "TIME" },
+        { name: "tags", type: 'STRUCT(n HUGEINT, "b c" VARCHAR)[]' },
+        { name: "either", type: "UNION(n INTEGER, s VARCHAR)" },
+        { name: "price", type: "DECIMAL(18,3)" },
+      ]),
+    ).toBe(
+      'CAST("odd ""name""" AS UBIGINT) AS "odd ""name""", CAST("at" AS TIME) AS "at", ' +
+        'CAST("tags" AS STRUCT("n" HUGEINT, "b c" VARCHAR)[]) AS "tags"',
+    );
+  });
+
+  it("is nothing when every column is stored in its own type (no cast in the scan's way)", () => {
+    expect(
+      ownTypeReplacements([
+        { name: "id", type: "BIGINT" },
+        { name: "name", type: "VARCHAR" },
+        { name: "at", type: "TIMESTAMP WITH TIME ZONE" },
+      ]),
+    ).toBeUndefined();
   });
 });

@@ -90,6 +90,36 @@ export function portableSelectList(columns: Column[]): string {
     .join(", ");
 }
 
+/**
+ * The `* REPLACE (...)` list that reads a Parquet rendition's columns in the table's own types:
+ * each column portableSelectList widened is cast back (UBIGINT from DECIMAL(20,0), TIME and UUID
+ * from text); undefined when every column is stored in its own type, so such a read has no cast.
+ * A UNION stays text: its text is the value alone, which does not say which member it was.
+ */
+export function ownTypeReplacements(columns: { name: string; type: string }[]): string | undefined {
+  const casts = columns.flatMap((column) => {
+    const parsed = parseDuckType(column.type);
+    const own = duckTypeText(parsed);
+    if (duckTypeText(portable(parsed)) === own || holdsUnion(parsed)) return [];
+    const name = quoteIdentifier(column.name);
+    return [`CAST(${name} AS ${own}) AS ${name}`];
+  });
+  return casts.length > 0 ? casts.join(", ") : undefined;
+}
+
+function holdsUnion(type: DuckType): boolean {
+  switch (type.kind) {
+    case "struct":
+      return type.fields.some((field) => holdsUnion(field.type));
+    case "list":
+      return holdsUnion(type.element);
+    case "map":
+      return holdsUnion(type.key) || holdsUnion(type.value);
+    case "primitive":
+      return type.name === "UNION";
+  }
+}
+
 export const quoteIdentifier = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
 function portable(type: DuckType): DuckType {

@@ -111,15 +111,21 @@ export async function keptVersion(table: OrderTable, version: number): Promise<T
   return row;
 }
 
-/** The parts holding the version's rows (append: every kept version up to it), by version and name. */
-export async function versionFiles(table: OrderTable, version: number): Promise<QueryFile[]> {
-  const [row] = await sqlQuery<{ parts: VersionPart[] }>(
-    `SELECT ${PARTS_OF_VERSION} AS parts
+/**
+ * The parts holding the version's rows (append: every kept version up to it), by version and name,
+ * and the version's columns in the table's own types.
+ */
+export async function versionFiles(
+  table: OrderTable,
+  version: number,
+): Promise<{ files: QueryFile[]; columns: TableVersion["columns"] }> {
+  const [row] = await sqlQuery<{ parts: VersionPart[]; columns: TableVersion["columns"] }>(
+    `SELECT ${PARTS_OF_VERSION} AS parts, v.columns
      FROM order_tables t JOIN table_versions v ON v.table_id = t.id AND v.version = $2
      WHERE t.id = $1`,
     [table.id, version],
   );
-  return readableParts(table, version, row?.parts ?? []);
+  return { files: await readableParts(table, version, row?.parts ?? []), columns: row?.columns ?? [] };
 }
 
 /** `parts` as files the engine can read; none yet (its renditions being made) is rendition_pending. */
@@ -139,10 +145,18 @@ export async function readableParts(table: OrderTable, version: number, parts: V
   );
 }
 
-/** Each kept version's change file (version 1's: its rows as inserts), oldest first. */
-export async function changeFiles(table: OrderTable): Promise<{ version: number; file: QueryFile }[]> {
-  const rows = await sqlQuery<{ version: number; fileId: string; name: string; storageKey: string }>(
-    `SELECT v.version, f.id AS "fileId", f.name, f.storage_key AS "storageKey"
+/** Each kept version's change file (version 1's: its rows as inserts) and columns, oldest first. */
+export async function changeFiles(
+  table: OrderTable,
+): Promise<{ version: number; file: QueryFile; columns: TableVersion["columns"] }[]> {
+  const rows = await sqlQuery<{
+    version: number;
+    fileId: string;
+    name: string;
+    storageKey: string;
+    columns: TableVersion["columns"];
+  }>(
+    `SELECT v.version, f.id AS "fileId", f.name, f.storage_key AS "storageKey", v.columns
      FROM table_versions v JOIN order_files f ON f.id = v.change_file_id
      WHERE v.table_id = $1 AND v.pruned_at IS NULL ORDER BY v.version`,
     [table.id],
@@ -150,6 +164,7 @@ export async function changeFiles(table: OrderTable): Promise<{ version: number;
   return Promise.all(
     rows.map(async (row) => ({
       version: row.version,
+      columns: row.columns,
       file: { name: row.name, path: await readablePath({ fileId: row.fileId, rendition: false }, row.storageKey) },
     })),
   );

@@ -1,6 +1,5 @@
 import type { AnswerColumn } from "../engine/answer-rows";
 import type { QueryVia } from "../engine/engine-pool";
-import type { Column } from "../engine/columns";
 import { unknownColumn } from "../engine/where-filter";
 import { AppError } from "../errors";
 import { countEngineQuery } from "../metrics";
@@ -41,23 +40,19 @@ async function pageOfRows(request: RowsRequest): Promise<RowsPage> {
   const { table, version, parts, names, select } = await resolveTableRequest(request);
   const order = rowsOrder(table, request.orderBy === undefined ? [] : parseOrderBy(request.orderBy, names));
   const files = await readableParts(table, version.version, parts);
-  // The version's own types: its Parquet parts store the few types Spark lacks widened (UBIGINT as
-  // DECIMAL(20,0), TIMESTAMP_NS as TIMESTAMP: lib/engine/spark-schema.ts); the table and its preview
-  // say UBIGINT, and so does the page, its values rendered as a preview renders that type.
-  const types = new Map((version.columns as Column[]).map((column) => [column.name, column.type]));
   const page = await runBuyerQuery(
     { ...request.via, account: request.buyerId },
     "tableRows",
     {
       files,
-      columns: names,
+      // In the table's own types, as its preview gives them (the parts store some widened).
+      columns: version.columns,
       select,
       where: request.where,
       ...order,
       limit: request.limit,
       offset: request.offset,
       bytes: request.bytes ?? queryAnswerMaxBytes(),
-      types: select.map((name) => types.get(name)),
     },
     files,
   );

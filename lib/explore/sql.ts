@@ -129,7 +129,7 @@ async function currentViewsMentioned(tables: OrderTable[], sql: string): Promise
   const views = await Promise.all(
     mentioned.map((table) =>
       versionFiles(table, table.currentVersion!).then(
-        (files) => ({ name: table.name, files }),
+        ({ files, columns }) => ({ name: table.name, files, columns }),
         () => undefined,
       ),
     ),
@@ -163,11 +163,11 @@ async function viewOf(tables: OrderTable[], name: string): Promise<SqlView> {
       `q: this order has no table ${JSON.stringify(name.slice(0, 100))} (its tables: ${known.join(", ") || "none"}; "name@N" is version N, "name@changes" its changes).`,
     );
   }
-  if (suffix?.toLowerCase() === "changes") return { name, files: [], changes: await changeFiles(table) };
+  if (suffix?.toLowerCase() === "changes") return { name, files: [], columns: [], changes: await changeFiles(table) };
   const version = suffix === undefined ? table.currentVersion : Number(suffix);
   if (suffix !== undefined)
     await keptVersion(table, version).catch(() => Promise.reject(versionNotFound(table.name, version)));
-  return { name, files: await versionFiles(table, version) };
+  return { name, ...(await versionFiles(table, version)) };
 }
 
 /** The order's tables with their current columns (the Query page's sidebar, the MCP server). */

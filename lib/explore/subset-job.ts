@@ -13,7 +13,7 @@ import type { OrderStatus } from "../schemas/order-status";
 import { driverOf, fileStorage, localStorage } from "../storage";
 import { S3Storage } from "../storage/s3";
 import { versionNotFound } from "../tables/queries";
-import type { QueryFile } from "../engine/query-tasks";
+import type { QueryColumn, QueryFile } from "../engine/query-tasks";
 import { versionFiles, type OrderTable } from "./files";
 import { withCachedCopies } from "./query-cache";
 import { storeWithinQuota } from "./subset-quota";
@@ -58,7 +58,8 @@ type Subset = {
   table: OrderTable;
   version: number;
   kept: boolean;
-  versionColumns: string[];
+  /** The version's columns in the table's own types (none: the version is no longer kept). */
+  versionColumns: QueryColumn[];
   columns: string[];
   where: string | null;
   format: RenditionFormat;
@@ -144,7 +145,7 @@ async function makeSubset(subsetId: string): Promise<"ready" | "failed" | "skipp
     `SELECT s.id, o.buyer_id AS "buyerId", s.order_id AS "orderId", o.status AS "orderStatus", s.version, s.columns, s."where", s.format, s.status,
        json_build_object('id', t.id, 'name', t.name, 'mode', t.mode, 'key', t.key, 'currentVersion', t.current_version) AS "table",
        v.version IS NOT NULL AS kept,
-       coalesce((SELECT json_agg(c->>'name') FROM jsonb_array_elements(v.columns) c), '[]') AS "versionColumns"
+       coalesce(v.columns, '[]') AS "versionColumns"
      FROM table_subsets s JOIN orders o ON o.id = s.order_id JOIN order_tables t ON t.id = s.table_id
      LEFT JOIN table_versions v ON v.table_id = t.id AND v.version = s.version AND v.pruned_at IS NULL
      WHERE s.id = $1`,
@@ -169,7 +170,7 @@ async function makeSubset(subsetId: string): Promise<"ready" | "failed" | "skipp
 
 /** On S3 the parts are read from the query cache's local copies, pinned while the engine reads them. */
 function writeSubset(subset: Subset) {
-  return withCachedCopies(async () => writeSubsetOf(subset, await versionFiles(subset.table, subset.version)));
+  return withCachedCopies(async () => writeSubsetOf(subset, (await versionFiles(subset.table, subset.version)).files));
 }
 
 async function writeSubsetOf(subset: Subset, files: QueryFile[]) {

@@ -52,7 +52,7 @@ export function subsetFile(request: SubsetRequest): Promise<SubsetFile> {
 }
 
 async function requestedSubset(request: SubsetRequest): Promise<SubsetFile> {
-  const { table, version, parts, names, select } = await resolveTableRequest(request);
+  const { table, version, parts, select } = await resolveTableRequest(request);
   // Normalized: no columns and every column in the version's order are one request.
   const requestKey = createHash("sha256")
     .update(JSON.stringify([request.orderId, table.id, version.version, select, request.where ?? null, request.format]))
@@ -65,7 +65,7 @@ async function requestedSubset(request: SubsetRequest): Promise<SubsetFile> {
   refuseOverShare((await sqlQuery<{ pending: number }>(PENDING_SUBSETS, [request.buyerId]))[0]?.pending ?? 0);
   const input = {
     files: await readableParts(table, version.version, parts),
-    columns: names,
+    columns: version.columns,
     select,
     where: request.where,
     ...rowsOrder(table),

@@ -11,6 +11,7 @@ import { annotateRequest } from "../observability";
 import { requestIdFrom } from "../request-id";
 import { configuredOrigin, publicOrigin } from "../site";
 import { originAllowed } from "./origin";
+import { paramsIssue } from "./params";
 import { MCP_PATH } from "./path";
 import { MCP_PROTOCOL_VERSIONS, MCP_TOOL_NAMES, mcpServerFor } from "./server";
 
@@ -155,7 +156,7 @@ function refusal(req: IncomingMessage, body: unknown): Response | undefined {
   const id = typeof message.id === "string" || typeof message.id === "number" ? message.id : null;
   const wrongParams = paramsProblem(message);
   if (wrongParams) return jsonRpcError(200, INVALID_PARAMS, `Invalid params: ${wrongParams}.`, {}, id);
-  // The rest of the SDK's message schema (a member JSON-RPC lacks, a wrong type inside): -32600 here,
+  // The rest of the SDK's message schema (a member JSON-RPC lacks, a fractional id): -32600 here,
   // where the SDK would answer -32700 "Parse error" of JSON that parsed.
   if (!JSONRPCMessageSchema.safeParse(body).success) {
     return jsonRpcError(400, INVALID_REQUEST, "Invalid Request: the message is no JSON-RPC message MCP defines.");
@@ -183,7 +184,7 @@ function refusal(req: IncomingMessage, body: unknown): Response | undefined {
 /**
  * Why JSON is no JSON-RPC message (JSON-RPC's -32600, where the SDK would say -32700 "Parse
  * error" of JSON that parsed), or undefined: an object, `jsonrpc` "2.0", an id that is a string or
- * a number, a method that is a string (or an answer: result or error), params' `_meta` an object.
+ * a number, a method that is a string (or an answer: result or error).
  */
 function invalidMessage(body: unknown): string | undefined {
   if (!isObject(body)) return "the body is JSON but not a JSON-RPC message (an object)";
@@ -194,19 +195,18 @@ function invalidMessage(body: unknown): string | undefined {
   if (typeof body.method !== "string" && !("result" in body) && !("error" in body)) {
     return "the message has no method (a string)";
   }
-  if (isObject(body.params) && body.params._meta !== undefined && !isObject(body.params._meta)) {
-    return "params._meta must be an object";
-  }
   return undefined;
 }
 
 /**
  * What is wrong with a request's params where the SDK would answer -32603 "Internal error" with
  * its schema's validation dump: params that are no object, a tools/call or initialize without them,
- * a tool call without a name or with arguments that are no object.
+ * a tool call without a name or with arguments that are no object, then anything else the method's
+ * schema refuses (./params.ts). A notification's are left to the message schema: it has no answer.
  */
 function paramsProblem(message: Record<string, unknown>): string | undefined {
   const { method, params } = message;
+  if (!("id" in message) || typeof method !== "string") return undefined;
   if (params !== undefined && !isObject(params)) return "params must be an object";
   if (method === "tools/call") {
     if (!isObject(params) || typeof params.name !== "string") {
@@ -217,7 +217,7 @@ function paramsProblem(message: Record<string, unknown>): string | undefined {
   if (method === "initialize" && !isObject(params)) {
     return "initialize needs params: protocolVersion, capabilities and clientInfo";
   }
-  return undefined;
+  return paramsIssue(method, params);
 }
 
 /**

@@ -71,7 +71,9 @@ beforeAll(async () => {
   const duckdb = await DuckDBInstance.create(":memory:");
   const connection = await duckdb.connect();
   await connection.run(
-    `COPY (SELECT * FROM (VALUES (1, 5::UBIGINT, 7::UTINYINT), (2, 18446744073709551615::UBIGINT, 255::UTINYINT)) t(id, u, small))
+    `COPY (SELECT * FROM (VALUES
+       (1, 5::UBIGINT, 7::UTINYINT, '12:30:00'::TIME, '8a4c2b9e-0d1f-4c3a-9b7e-5f6a7b8c9d0e'::UUID),
+       (2, 18446744073709551615::UBIGINT, 255::UTINYINT, '23:59:59.5'::TIME, NULL::UUID)) t(id, u, small, opens, uid))
      TO '${unsigned}' (FORMAT parquet)`,
   );
   connection.closeSync();
@@ -134,17 +136,57 @@ describe("rows of a table with columns named like DuckDB's file columns", () => 
   });
 });
 
-describe("rows of a table of types Spark lacks", () => {
-  it("are answered in the table's own types, as its preview gives them", async () => {
+/** /sql's answer to `q` (one page of at most 100 rows). */
+async function sqlAnswer(q: string): Promise<{ columns: { name: string; type: string }[]; rows: unknown[][] }> {
+  const response = await fetch(`${server.url}/api/v1/orders/${orderId}/sql?${new URLSearchParams({ q })}`, {
+    headers: { Authorization: `Bearer ${key}` },
+  });
+  const text = await response.text();
+  expect(response.status, text).toBe(200);
+  return JSON.parse(text) as { columns: { name: string; type: string }[]; rows: unknown[][] };
+}
+
+describe("a table of types Spark lacks (its parts store them widened)", () => {
+  const ownColumns = [
+    { name: "id", type: "INTEGER" },
+    { name: "u", type: "UBIGINT" },
+    { name: "small", type: "UTINYINT" },
+    { name: "opens", type: "TIME" },
+    { name: "uid", type: "UUID" },
+  ];
+  const ownRows = [
+    [1, 5, 7, "12:30:00", "8a4c2b9e-0d1f-4c3a-9b7e-5f6a7b8c9d0e"],
+    [2, "18446744073709551615", 255, "23:59:59.5", null],
+  ];
+
+  it("rows are answered in the table's own types, as its preview gives them", async () => {
     const page = (await allPages("unsigned")) as Page & { columns: { name: string; type: string }[] };
-    expect(page.columns).toEqual([
-      { name: "id", type: "INTEGER" },
-      { name: "u", type: "UBIGINT" },
-      { name: "small", type: "UTINYINT" },
+    expect(page.columns).toEqual(ownColumns);
+    expect(page.rows).toEqual(ownRows);
+  });
+
+  it("rows filter in them: a time compares as a time, not as its text", async () => {
+    // As text, "9:00:00" sorts after both times; as a TIME it is before both.
+    const page = await allPages("unsigned", { columns: "id", where: "opens > '9:00:00'" });
+    expect(page.rows).toEqual([[1], [2]]);
+  });
+
+  it("/sql reads the same types, its version and its changes alike", async () => {
+    expect(await sqlAnswer("SELECT * FROM unsigned ORDER BY id")).toMatchObject({
+      columns: ownColumns,
+      rows: ownRows,
+    });
+    expect(await sqlAnswer('SELECT * FROM "unsigned@1" ORDER BY id')).toMatchObject({ columns: ownColumns });
+    const changes = await sqlAnswer('SELECT u, opens, uid, _change_type FROM "unsigned@changes" ORDER BY id');
+    expect(changes.columns).toEqual([
+      ...ownColumns.slice(1, 2),
+      ...ownColumns.slice(3),
+      { name: "_change_type", type: "VARCHAR" },
     ]);
-    expect(page.rows).toEqual([
-      [1, 5, 7],
-      [2, "18446744073709551615", 255],
-    ]);
+    expect(changes.rows).toEqual(ownRows.map(([, u, , opens, uid]) => [u, opens, uid, "insert"]));
+    // Typed arithmetic: UBIGINT's maximum less one, not a DECIMAL's.
+    expect(await sqlAnswer("SELECT max(u) - 1 AS below, typeof(max(u)) AS type FROM unsigned")).toMatchObject({
+      rows: [["18446744073709551614", "UBIGINT"]],
+    });
   });
 });

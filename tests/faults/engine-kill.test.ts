@@ -6,18 +6,20 @@ import { pipeline } from "node:stream/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { db } from "../../lib/db/client";
 import { addOrderFile } from "../../lib/operator/orders";
+import { localStorage } from "../../lib/storage";
 import { createTestEnvironment } from "../helpers/database";
 import { buyer, order, type TestEnvironment } from "../helpers/fixtures";
 import { startServer, type TestServer } from "../helpers/server";
 import { waitFor } from "../helpers/wait";
-import { engineProcessesOf } from "./helpers/processes";
+import { engineProcessReading } from "./helpers/processes";
 import { errorCode, reportFault, tally } from "./helpers/report";
 
 /**
  * The dataset engine process (the child that runs DuckDB for the job worker, lib/engine/engine-pool.ts)
  * SIGKILLed in the middle of profiling a large CSV: the API never stops answering (/api/health every
  * 100 ms throughout), the file ends `failed` with a sentence (or is profiled again), and the file
- * queued after it is profiled by a new engine process.
+ * queued after it is profiled by a new engine process. The process killed is the one reading the
+ * large file (its stored file open, bytes read growing), never an idle one or the next file's.
  */
 
 let env: TestEnvironment;
@@ -62,8 +64,8 @@ async function largeCsv(megabytes: number): Promise<string> {
   return file;
 }
 
-/** The server's engine processes. */
-const engineProcesses = () => engineProcessesOf(server.pid!);
+/** Bytes the process reading the large file reads before it is killed: well into the file, far from its end. */
+const READ_BEFORE_KILL = 16 * 1024 * 1024;
 
 describe("the dataset engine process killed mid-file", () => {
   it(
@@ -97,19 +99,32 @@ describe("the dataset engine process killed mid-file", () => {
         }
       })();
 
-      // The large file's profile is under way once an engine process runs it for a while.
-      let victims: number[] = [];
+      // The large file's profile is under way once the engine process holding it open has read a good part.
+      const { storageKey } = await db().orderFile.findUniqueOrThrow({
+        where: { id: large.id },
+        select: { storageKey: true },
+      });
+      const largePath = localStorage().pathOf(storageKey);
+      let reading: { pid: number; bytesRead: number } | undefined;
       await waitFor(
-        async () => (victims = await engineProcesses()).length > 0,
+        async () => (reading = await engineProcessReading(server.pid!, largePath)) !== undefined,
         120_000,
-        "an engine process to start on the large file",
+        "an engine process to open the large file",
       );
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      const { pid: victim, bytesRead: atOpen } = reading!;
+      await waitFor(
+        async () => {
+          reading = await engineProcessReading(server.pid!, largePath);
+          return reading?.pid === victim && reading.bytesRead > atOpen + READ_BEFORE_KILL;
+        },
+        120_000,
+        `engine process ${victim} to read ${READ_BEFORE_KILL} bytes of the large file`,
+      );
       const stillProfiling =
         (await db().orderFile.findUniqueOrThrow({ where: { id: large.id }, select: { profileStatus: true } }))
           .profileStatus === "pending";
       const killedAt = Date.now();
-      for (const pid of victims) process.kill(pid, "SIGKILL");
+      process.kill(victim, "SIGKILL");
 
       await waitFor(
         async () =>
@@ -133,7 +148,8 @@ describe("the dataset engine process killed mid-file", () => {
         health_requests: answers.length,
         health_answers: tally(answers),
         killed_mid_profile: stillProfiling,
-        engine_processes_killed: victims.length,
+        engine_processes_killed: 1,
+        bytes_read_before_kill: reading!.bytesRead - atOpen,
         large_file: largeAfter.profileStatus,
         large_file_error: largeAfter.profileError,
         next_file: nextAfter.profileStatus,

@@ -118,8 +118,8 @@ describe("refusals", () => {
     [
       "params._meta that is a list",
       () => post({ jsonrpc: "2.0", id: 10, method: "ping", params: { _meta: [1] } }),
-      400,
-      -32600,
+      200,
+      -32602,
     ],
     ["a member JSON-RPC lacks", () => post({ jsonrpc: "2.0", id: 11, method: "ping", extra: 1 }), 400, -32600],
   ];
@@ -138,6 +138,83 @@ describe("refusals", () => {
       expect(JSON.stringify(body.error)).not.toMatch(/RangeError|Maximum call stack|at .*\.js/);
       if (status === 401) expect(response.headers.get("www-authenticate")).toMatch(/^Bearer/);
       if (status === 405) expect(response.headers.get("allow")).toBe("POST");
+    },
+  );
+
+  // Issue 55: what the SDK's schemas refuse, which it answered -32603 with its validation dump (params)
+  // or -32700 (a message): params -32602 with the request's id, a message -32600, each a short sentence.
+  const withParams = (id: number, method: string, params: unknown) => ({ jsonrpc: "2.0", id, method, params });
+  const schemaRefusals = [
+    [
+      "initialize with {}",
+      withParams(20, "initialize", {}),
+      200,
+      -32602,
+      /^Invalid params: params\.protocolVersion is missing \(a string\)\.$/,
+    ],
+    [
+      "initialize with clientInfo a number",
+      withParams(21, "initialize", { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: 1 }),
+      200,
+      -32602,
+      /^Invalid params: params\.clientInfo must be an object, not a number\.$/,
+    ],
+    [
+      "a number cursor",
+      withParams(22, "tools/list", { cursor: 5 }),
+      200,
+      -32602,
+      /^Invalid params: params\.cursor must be a string, not a number\.$/,
+    ],
+    [
+      "_meta: 1",
+      withParams(23, "ping", { _meta: 1 }),
+      200,
+      -32602,
+      /^Invalid params: params\._meta must be an object, not a number\.$/,
+    ],
+    [
+      "_meta: 1 of a method it lacks",
+      withParams(24, "resources/list", { _meta: 1 }),
+      200,
+      -32602,
+      /^Invalid params: params\._meta must be an object/,
+    ],
+    [
+      "a progress token that is an object",
+      withParams(25, "tools/list", { _meta: { progressToken: {} } }),
+      200,
+      -32602,
+      /^Invalid params: params\._meta\.progressToken: Invalid input\.$/,
+    ],
+    [
+      "tools/call with a number name",
+      withParams(26, "tools/call", { name: 5 }),
+      200,
+      -32602,
+      /^Invalid params: tools\/call needs params\.name/,
+    ],
+    ["an extra member", { jsonrpc: "2.0", id: 27, method: "tools/list", extra: 1 }, 400, -32600, /^Invalid Request: /],
+    [
+      "an extra member of a notification",
+      { jsonrpc: "2.0", method: "notifications/initialized", extra: 1 },
+      400,
+      -32600,
+      /^Invalid Request: /,
+    ],
+    ["a fractional id", { jsonrpc: "2.0", id: 1.5, method: "ping" }, 400, -32600, /^Invalid Request: /],
+  ] as const;
+  // The body last, so the title's placeholders read the status and the code.
+  it.each(schemaRefusals.map(([name, body, status, code, message]) => [name, status, code, message, body] as const))(
+    "%s: HTTP %i, JSON-RPC error %i, a short sentence",
+    async (_, status, code, message, body) => {
+      const response = await post(body);
+      expect(response.status).toBe(status);
+      const answer = (await response.json()) as { id: unknown; error: { code: number; message: string } };
+      expect(answer.error.code).toBe(code);
+      expect(answer.error.message).toMatch(message);
+      expect(answer.error.message.length).toBeLessThan(200);
+      expect(answer.id).toBe(code === -32602 ? (body as { id: number }).id : null);
     },
   );
 

@@ -247,40 +247,6 @@ describe("an empty first version", { timeout: 600_000 }, () => {
   });
 });
 
-describe("an empty CSV refresh", { timeout: 600_000 }, () => {
-  /** Publishes one CSV part of `text` to `table` (keyed on id). */
-  async function publishCsv(table: string, name: string, text: string) {
-    const file = path.join(workDir, name);
-    await fs.writeFile(file, text);
-    const published = await publishTable({
-      orderId,
-      table,
-      key: ["id"],
-      parts: [{ name, source: { stream: createReadStream(file) } }],
-    });
-    return published.publication;
-  }
-
-  it("a header-only CSV takes the table's types: held by row_count_zero, not failed as a type change", async () => {
-    const first = await publishCsv("csv_refresh", "v1.csv", "id,city,price\n1,Paris,1.5\n2,Lyon,2.25\n");
-    expect(await settled(first)).toMatchObject({ status: "ready", version: 1 });
-    const empty = await publishCsv("csv_refresh", "v2.csv", "id,city,price\n");
-    const held = await settled(empty);
-    expect(held, String(held.error)).toMatchObject({ status: "held", version: null });
-    const report = held.report as QualityReport;
-    expect(report.checks.find((check) => check.name === "row_count_zero")).toMatchObject({ outcome: "held" });
-    await releasePublication(empty, "The source listed nothing today.");
-    expect(await settled(empty)).toMatchObject({ status: "ready", version: 2 });
-    const version = await versionOf("csv_refresh", 2);
-    expect(version?.rows).toBe(0n);
-    expect((version?.columns as { name: string; type: string }[]).map((column) => column.type)).toEqual([
-      "BIGINT",
-      "VARCHAR",
-      "DOUBLE",
-    ]);
-  });
-});
-
 describe("bad input", { timeout: 600_000 }, () => {
   it("refuses thresholds outside 0..1, NaN and unknown names, changing nothing", async () => {
     expect((await settled(await publish("thresholds", base(1, 5)))).status).toBe("ready");

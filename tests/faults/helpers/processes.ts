@@ -47,6 +47,27 @@ export async function engineProcessesOf(pid: number): Promise<number[]> {
   return engines;
 }
 
+/**
+ * The engine process below `pid` that has `file` open (DuckDB reading it for a task), with the bytes
+ * it has read so far (`rchar` of /proc/<pid>/io: DuckDB reads with pread, which moves no file
+ * offset to watch); undefined when none has. An idle engine process holds no data file open.
+ */
+export async function engineProcessReading(
+  pid: number,
+  file: string,
+): Promise<{ pid: number; bytesRead: number } | undefined> {
+  const target = await fs.realpath(file);
+  for (const engine of await engineProcessesOf(pid)) {
+    const fds = await fs.readdir(`/proc/${engine}/fd`).catch(() => [] as string[]);
+    for (const fd of fds) {
+      if ((await fs.readlink(`/proc/${engine}/fd/${fd}`).catch(() => "")) !== target) continue;
+      const io = await fs.readFile(`/proc/${engine}/io`, "utf8").catch(() => "");
+      return { pid: engine, bytesRead: Number(/^rchar: (\d+)$/m.exec(io)?.[1] ?? 0) };
+    }
+  }
+  return undefined;
+}
+
 /** Every descendant of `pid` (children, their children, ...). */
 export async function descendants(pid: number): Promise<number[]> {
   const parents = await parentPids();
