@@ -354,7 +354,8 @@ describe("sql", () => {
       "query_timeout",
       /narrow it/,
     ],
-    ["SELECT * FROM", 400, "invalid_sql", /syntax error/],
+    // The API names the SQL by its parameter, q (lib/errors.ts inputMessage).
+    ["SELECT * FROM", 400, "invalid_sql", /^q: syntax error/],
     [`SELECT '${"x".repeat(8001)}'`, 400, "invalid_sql", /at most 8000/],
   ])("%s is refused", async (q, status, code, detail) => {
     await refused(await sql(q), status, code, detail);
