@@ -133,7 +133,8 @@ export const API_ERRORS = {
   order_not_delivered: {
     status: 409,
     title: "Order not delivered",
-    meaning: "Files of refunded or unfinished orders cannot be downloaded (the detail names the status).",
+    meaning:
+      "Files of refunded or unfinished orders cannot be downloaded, nor their tables read (rows, SQL, subsets); the detail names the status.",
   },
   rendition_pending: {
     status: 202,

@@ -369,8 +369,10 @@ describe("sql", () => {
   it("answers 409 once the order is refunded", async () => {
     await db().order.update({ where: { id: orderId }, data: { status: "refunded" } });
     try {
-      await refused(await sql("SELECT 1"), 409, "order_not_delivered", /refunded/);
-      await refused(await rows({}), 409, "order_not_delivered", /refunded/);
+      // Rows and SQL read tables: no word of downloading files.
+      const tables = /is refunded; tables can be read \(rows, SQL, subsets\) only from delivered orders\.$/;
+      await refused(await sql("SELECT 1"), 409, "order_not_delivered", tables);
+      await refused(await rows({}), 409, "order_not_delivered", tables);
     } finally {
       await db().order.update({ where: { id: orderId }, data: { status: "delivered" } });
     }
