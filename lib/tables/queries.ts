@@ -8,6 +8,7 @@ import { FILE_JSON, isoUtc, orderNotFound, TABLE_JSON } from "../orders/queries"
 import { SEEN_FILE } from "../orders/seen-files";
 import { QUALITY_BEFORE_CHECKS } from "../schemas/quality";
 import { TABLE_NAME_PATTERN } from "./names";
+import { formatSeconds } from "../format";
 
 /**
  * Reads of an order's tables and versions for the API (contract Part 4), behind the same tenant
@@ -195,7 +196,7 @@ export async function changeFileTarget(
   if (!row!.version.file) {
     throw new AppError(
       "rendition_pending",
-      `The change file of ${name} version ${version} is being made. Ask again in ${RENDITION_RETRY_AFTER_SECONDS} seconds.`,
+      `The change file of ${name} version ${version} is being made. Ask again in ${formatSeconds(RENDITION_RETRY_AFTER_SECONDS)}.`,
       { "Retry-After": String(RENDITION_RETRY_AFTER_SECONDS) },
     );
   }
