@@ -90,3 +90,22 @@ export class AppError extends Error {
     this.name = "AppError";
   }
 }
+
+/**
+ * The input an error of these codes is about, which each door names as its buyer typed it: the
+ * API's query parameter `q`, MCP's argument `sql`, the Query page's one text box (unnamed), the
+ * clients' `--query`. Their messages are written once, without the name (`the query is empty.`),
+ * and the door puts its own in front (inputMessage).
+ */
+const INPUT_OF_CODE: Partial<Record<ErrorCode, "sql">> = { invalid_sql: "sql" };
+
+/**
+ * An error's message as a door shows it: the input it is about named as `names` says (`q: the
+ * query is empty.`), or, where the door has that input alone (null), the message as a sentence.
+ */
+export function inputMessage(error: AppError, names: { sql: string | null }): string {
+  const input = INPUT_OF_CODE[error.code];
+  if (!input) return error.message;
+  const name = names[input];
+  return name === null ? error.message.charAt(0).toUpperCase() + error.message.slice(1) : `${name}: ${error.message}`;
+}

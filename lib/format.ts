@@ -40,3 +40,8 @@ export function formatRelative(value: Date | string, now = new Date()): string {
   }
   return "just now";
 }
+
+/** "1 second", "30 seconds": a wait as a person reads it (a Retry-After can be 1). */
+export function formatSeconds(seconds: number): string {
+  return `${seconds} ${seconds === 1 ? "second" : "seconds"}`;
+}

@@ -94,7 +94,11 @@ export async function freshEntry(name) {
   if (reason === undefined) return path.join(OUT, build.dir, `${name}.mjs`);
   const started = Date.now();
   const outdir = await buildScripts();
-  process.stderr.write(`Built the scripts (${reason}) in ${((Date.now() - started) / 1000).toFixed(1)} s.\n`);
+  // Said once, the first line a fresh `npm test` or `npm run admin` prints: what was made, where, and why now.
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  process.stderr.write(
+    `Compiled the operator CLI, server and worker scripts into ${path.relative(ROOT, OUT)} in ${seconds} s (${reason}).\n`,
+  );
   return path.join(outdir, `${name}.mjs`);
 }
 

@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess, type StdioOptions } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import path from "node:path";
@@ -10,6 +10,7 @@ import { privateTempRoot } from "../lib/engine/engine";
 import { removeLeftWork } from "../lib/engine/left-work";
 import { appSecret, MIN_SECRET_LENGTH } from "../lib/secrets";
 import { logger } from "../lib/log";
+import { redactingLines } from "../lib/log-redaction";
 import { configuredOrigin } from "../lib/site";
 import { seedDemo } from "./seed-demo";
 
@@ -89,7 +90,18 @@ if (mode === "dev" && !nextArgs.some((arg) => arg === "-H" || arg.startsWith("--
 const httpServer = import.meta.filename.endsWith(".mjs")
   ? [path.join(import.meta.dirname, "http-server.mjs")]
   : ["--import", "tsx", path.join(import.meta.dirname, "http-server.ts")];
-const next = spawn(process.execPath, [...httpServer, mode, ...nextArgs], { stdio: "inherit", env });
+// In development Next.js prints every request's URL whole: a key sent as ?api_key=dak_... would land in
+// the terminal and its scrollback, so that output passes through a redaction (lib/log-redaction.ts).
+// Production's own request log names paths only; its output goes straight through.
+const redacting = mode === "dev";
+const stdio: StdioOptions = redacting ? ["inherit", "pipe", "pipe"] : "inherit";
+// Piped, Next.js would drop its colours on a terminal: asked to keep them (unless FORCE_COLOR says otherwise).
+const childEnv = redacting && process.stdout.isTTY ? { FORCE_COLOR: "1", ...env } : env;
+const next: ChildProcess = spawn(process.execPath, [...httpServer, mode, ...nextArgs], { stdio, env: childEnv });
+if (redacting) {
+  next.stdout!.pipe(redactingLines()).pipe(process.stdout);
+  next.stderr!.pipe(redactingLines()).pipe(process.stderr);
+}
 
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.on(signal, () => next.kill(signal));

@@ -42,7 +42,9 @@ const current = async () =>
 describe("the built scripts' launcher", () => {
   it("builds the CLI when missing, reuses it while fresh and builds it again when a source is newer", async () => {
     const first = await launch("help");
-    expect(first.stderr).toMatch(/^Built the scripts \(no build yet\) in [\d.]+ s\.\nUsage: npm run admin/);
+    expect(first.stderr).toMatch(
+      /^Compiled the operator CLI, server and worker scripts into \S+ in [\d.]+ s \(no build yet\)\.\nUsage: npm run admin/,
+    );
     const build = await current();
     expect(build.inputs).toEqual(expect.arrayContaining(["scripts/admin.ts", "lib/engine/engine-child.ts"]));
     // The engine's child process is bundled next to the CLI, so the CLI never starts it through tsx.
@@ -58,7 +60,9 @@ describe("the built scripts' launcher", () => {
     // As if scripts/admin.ts had been saved after the build started (the sources themselves are left alone).
     await fs.writeFile(path.join(buildDir, "current.json"), JSON.stringify({ ...build, startedAt: 0 }));
     const stale = await launch("help");
-    expect(stale.stderr).toMatch(/^Built the scripts \(\S+ changed\) in [\d.]+ s\.\nUsage: npm run admin/);
+    expect(stale.stderr).toMatch(
+      /^Compiled the operator CLI, server and worker scripts into \S+ in [\d.]+ s \(\S+ changed\)\.\nUsage: npm run admin/,
+    );
     expect((await current()).dir).not.toBe(build.dir);
   });
 

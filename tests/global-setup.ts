@@ -21,6 +21,14 @@ declare module "vitest" {
 export default async function setup(project: TestProject) {
   const logDir = path.resolve("test-results/logs", new Date().toISOString().replace(/[:.]/g, "-"));
   project.provide("testLogDir", logDir);
+  // A skip says why, once at the start and in the skipped tests' titles (tests/helpers/rate-limit.ts needingRedis).
+  if (!process.env.REDIS_URL) {
+    console.log(
+      "REDIS_URL is not set: the tests that need Redis are skipped, titled (skipped: needs REDIS_URL). " +
+        "Set it to run them; an unreachable Redis then fails them.",
+    );
+  }
+  if (process.getuid?.() !== 0) console.log("Not root: the one test that needs root is skipped (skipped: needs root).");
   buildProductionServer();
   // The CLI tests run the built operator CLI, as `npm run admin` does; built here once, not by each test file.
   execFileSync(process.execPath, ["scripts/cli-build.mjs", "--if-stale"], { stdio: "inherit" });

@@ -17,6 +17,9 @@
     python3 dataset_access.py changes --order ORDER --table NAME --since N --dir changes/ [--format jsonl]
                                       [--accept-warnings]
     python3 dataset_access.py quality --order ORDER --table NAME [--version N]
+    python3 dataset_access.py rows --order ORDER --table NAME [--version N] [--columns a,b] [--where EXPR]
+                                   [--order-by "col [asc|desc],..."] [--limit N] [--offset N] [--all] [--csv]
+    python3 dataset_access.py sql --order ORDER --query "SELECT ..." [--limit N] [--csv]
 
 Requests are retried on 429 and 503 after their Retry-After, on other 5xx and network errors with
 jittered exponential backoff, never on other 4xx; the client paces itself from the RateLimit header
@@ -73,6 +76,7 @@ __all__ = [
 ]
 
 MANIFEST_NAME = ".dataset-access.json"
+__version__ = "0.1.0"
 USER_AGENT = "dataset-access-client-python/0.1"
 CHUNK = 1024 * 1024
 # The formats a data file can be fetched as besides its own.
@@ -1588,6 +1592,134 @@ def _print_quality_report(table, version, quality, report):
         print(line)
 
 
+# -- rows and sql on the command line, as the TypeScript command prints them ---------------------
+
+_CELL_WIDTH = 40  # a cell on a terminal is cut here: the JSON and CSV outputs have every value whole
+
+
+class _UsageError(Exception):
+    """A command line the command cannot run: its one line, then _USAGE_LINE, exit code 2."""
+
+
+_USAGE_LINE = "Usage: dataset_access.py <command> [options] (dataset_access.py --help lists them)"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, its refusals raised as _UsageError (one line and the usage line), not its own print and exit."""
+
+    def error(self, message):
+        raise _UsageError(message[:1].upper() + message[1:] + ("" if message.endswith(".") else "."))
+
+
+def _whole_option(args, name, low, high=None):
+    value = getattr(args, name.replace("-", "_"))
+    if value is None:
+        return None
+    number = int(value) if re.fullmatch(r"\d{1,16}", value) else None
+    if number is None or number < low or (high is not None and number > high):
+        raise _UsageError("--%s must be a whole number %s." % (
+            name, "from %d to %d" % (low, high) if high is not None else "of at least %d" % low))
+    return number
+
+
+def _columns_option(args):
+    if args.columns is None:
+        return None
+    names = [name.strip() for name in args.columns.split(",")]
+    if not all(names):
+        raise _UsageError("--columns is a comma-separated list of column names.")
+    return names
+
+
+def _value_text(value):
+    """A value as JavaScript's String() would write it: null, true/false, nested values as compact JSON."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return str(value)
+
+
+def _csv_cell(value):
+    """RFC 4180: quoted when it holds a quote, comma or line break; null an empty cell."""
+    cell = "" if value is None else _value_text(value)
+    return '"%s"' % cell.replace('"', '""') if re.search(r'[",\r\n]', cell) else cell
+
+
+def _print_rows(columns, rows, as_json, as_csv, header, whole=None):
+    if as_csv:
+        lines = ([[_csv_cell(column["name"]) for column in columns]] if header else []) + [
+            [_csv_cell(value) for value in row] for row in rows]
+        sys.stdout.write("".join(",".join(cells) + "\r\n" for cells in lines))
+    elif as_json:
+        print(json.dumps(whole, indent=2, ensure_ascii=False))
+    else:
+        def cell(value):
+            shown = _for_terminal(_value_text(value))
+            return shown[:_CELL_WIDTH - 1] + "\u2026" if len(shown) > _CELL_WIDTH else shown
+        table = [[cell(column["name"]) for column in columns]] + [[cell(value) for value in row] for row in rows]
+        for line in _aligned(table):
+            print(line)
+        print("%d %s." % (len(rows), "row" if len(rows) == 1 else "rows"), file=sys.stderr)
+
+
+def _rows_command(client, args, as_json):
+    if not args.order or not args.table:
+        raise _UsageError("rows needs --order ID --table NAME.")
+    options = dict(version=_whole_option(args, "version", 1), columns=_columns_option(args), where=args.where,
+                   order_by=args.order_by, limit=_whole_option(args, "limit", 1, 1000))
+    offset = _whole_option(args, "offset", 0) or 0
+    page = client.rows_page(args.order, args.table, offset=offset, **options)
+    if not args.all:
+        _print_rows(page["columns"], page["rows"], as_json, args.csv, True, page)
+        if not as_json and not args.csv and page["next_offset"] is not None:
+            print("More rows follow: --offset %d (or --all)." % page["next_offset"], file=sys.stderr)
+        return EXIT_OK
+    # Every page from the version of the first, so the pages fit together; CSV goes out page by page.
+    first, rows = page, []
+    options["version"] = page["version"]
+    while True:
+        if args.csv:
+            _print_rows(page["columns"], page["rows"], as_json, True, page is first)
+        else:
+            rows.extend(page["rows"])
+        if page["next_offset"] is None:
+            break
+        page = client.rows_page(args.order, args.table, offset=page["next_offset"], **options)
+    if not args.csv:
+        _print_rows(first["columns"], rows, as_json, False, True, dict(first, rows=rows, next_offset=None))
+    return EXIT_OK
+
+
+def _sql_command(client, args, as_json):
+    if not args.order or not args.query:
+        raise _UsageError('sql needs --order ID --query "SELECT ...".')
+    result = client.sql_result(args.order, args.query, _whole_option(args, "limit", 1, 1000))
+    _print_rows(result["columns"], result["rows"], as_json, args.csv, True, result)
+    if not as_json and not args.csv and result["truncated"]:
+        print("More rows exist: raise --limit (up to 1000) or narrow the query.", file=sys.stderr)
+    return EXIT_OK
+
+
+# The API's query parameters a detail starts with ("q: the query is empty."), as this command's flags.
+_FLAG_OF_PARAMETER = {"q": "--query", "where": "--where", "columns": "--columns", "order_by": "--order-by"}
+
+
+def _naming_flags(detail):
+    """A detail of the API naming the flag the buyer typed rather than the query parameter it became."""
+    return re.sub(r"^(\w+): ", lambda m: _FLAG_OF_PARAMETER.get(m.group(1), m.group(1)) + ": ", detail)
+
+
+def _client_settings():
+    """The server and the key come from the environment: the command has no flag for either."""
+    if not os.environ.get("DATASET_ACCESS_URL"):
+        raise _UsageError("No server URL: set DATASET_ACCESS_URL to the site's address, e.g. https://data.example.com.")
+    if not os.environ.get("DATASET_ACCESS_KEY"):
+        raise _UsageError("No API key: set DATASET_ACCESS_KEY to an API key with datasets:read.")
+
+
 def _seconds(value):
     if not value.isdigit():
         raise argparse.ArgumentTypeError("a whole number of seconds")
@@ -1595,12 +1727,21 @@ def _seconds(value):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(
+    try:
+        return _main(argv)
+    except _UsageError as error:
+        print("%s\n%s" % (_for_terminal(error), _USAGE_LINE), file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _main(argv):
+    parser = _Parser(
         prog="dataset_access.py",
         description="Dataset Access client. Environment: DATASET_ACCESS_KEY, DATASET_ACCESS_URL.",
         epilog="Exit codes: 0 done; 1 some files failed, or were refused as unsafe, or the one FILE named has no "
         "rendition in --format; 2 usage; 3 refused by the API; 4 network.",
     )
+    parser.add_argument("-V", "--version", action="version", version="dataset_access.py " + __version__)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("orders", help="list your paid orders").add_argument("--json", action="store_true")
     download = commands.add_parser("download", help="download one file or every file of an order")
@@ -1630,6 +1771,18 @@ def main(argv=None):
     judged.add_argument("--table", required=True)
     judged.add_argument("--version", type=int)
     judged.add_argument("--json", action="store_true")
+    reading = commands.add_parser("rows", help="a table's rows, filtered on the server (--all: every page from "
+                                  "--offset on, --limit rows a page)")
+    for name in ("--order", "--table", "--version", "--columns", "--where", "--order-by", "--limit", "--offset"):
+        reading.add_argument(name)
+    reading.add_argument("--all", action="store_true")
+    querying = commands.add_parser("sql", help='one read-only SELECT over the order\'s tables ("name", "name@N", '
+                                   '"name@changes"); at most --limit rows (1-1000)')
+    for name in ("--order", "--query", "--limit"):
+        querying.add_argument(name)
+    for command in (reading, querying):
+        command.add_argument("--csv", action="store_true", help="the rows as CSV (a header line, then one a row)")
+        command.add_argument("--json", action="store_true")
     for command in (download, mirror, feed):
         command.add_argument("--format", choices=RENDITION_FORMATS,
                              help="each data file as this rendition (products.csv -> products.parquet), verified by "
@@ -1640,10 +1793,15 @@ def main(argv=None):
                              "%(default)d); then that file has failed")
     args = parser.parse_args(argv)
     as_json = args.json or not sys.stdout.isatty()
+    _client_settings()
     try:
         client = Client(rendition_wait=getattr(args, "rendition_wait", DEFAULT_RENDITION_WAIT),
                         on_wait=None if as_json else lambda reason, s: s >= 1 and print(
                             "(waiting %d s: %s)" % (s, _WAITING_FOR[reason]), file=sys.stderr))
+        if args.command == "rows":
+            return _rows_command(client, args, as_json)
+        if args.command == "sql":
+            return _sql_command(client, args, as_json)
         if args.command == "orders":
             orders = list(client.iter_orders())
             if as_json:
@@ -1670,7 +1828,7 @@ def main(argv=None):
             return EXIT_OK
         if args.command == "changes":
             if args.since < 0:
-                raise ValueError("--since must be a version number (0: from the first).")
+                raise _UsageError("--since must be a version number (0: from the first).")
             report = changes(client, args.order, args.table, args.since, args.dir, format=args.format or "parquet",
                              accept_warnings=args.accept_warnings,
                              on_file=None if as_json else lambda version, name: print(
@@ -1695,7 +1853,7 @@ def main(argv=None):
             return EXIT_FAILED_FILES if report["failures"] or report["pruned"] or report["refused"] else EXIT_OK
         if args.command == "quality":
             if args.version is not None and args.version < 1:
-                raise ValueError("--version must be a version number (1 or more).")
+                raise _UsageError("--version must be a version number (1 or more).")
             number = args.version or client.table(args.order, args.table)["version"]
             report = client.quality(args.order, args.table, number)
             if as_json:
@@ -1735,7 +1893,7 @@ def main(argv=None):
         print(error, file=sys.stderr)
         return EXIT_USAGE
     except DatasetAccessError as error:
-        print("The API refused: %s: %s%s" % (_for_terminal(error.code), _for_terminal(error.detail),
+        print("The API refused: %s: %s%s" % (_for_terminal(error.code), _for_terminal(_naming_flags(error.detail)),
               " (request %s)" % _for_terminal(error.request_id) if error.request_id else ""), file=sys.stderr)
         return EXIT_REFUSED
     except NetworkError as error:

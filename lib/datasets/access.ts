@@ -6,6 +6,7 @@ import { getDownloadableFile, type DownloadableFile } from "../orders/queries";
 import { isOwnFormat, RENDITION_CONTENT_TYPES, renditionName, type RenditionFormat } from "../data-formats";
 import type { Json } from "../engine/preview-values";
 import type { Column } from "./profile";
+import { formatSeconds } from "../format";
 
 /**
  * What the API and the dashboard read of a file's data: previews and renditions, behind the same
@@ -72,7 +73,7 @@ export async function downloadTargetFor(
   if (!rendition) await requestRendition(file.id, format, file.profileStatus === "ready");
   throw new AppError(
     "rendition_pending",
-    `File ${file.id} as ${format} is being made. Ask again in ${RENDITION_RETRY_AFTER_SECONDS} seconds.`,
+    `File ${file.id} as ${format} is being made. Ask again in ${formatSeconds(RENDITION_RETRY_AFTER_SECONDS)}.`,
     { "Retry-After": String(RENDITION_RETRY_AFTER_SECONDS) },
   );
 }

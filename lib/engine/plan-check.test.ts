@@ -100,7 +100,7 @@ describe("a query's plan", () => {
       (thrown: unknown) => thrown as AppError,
     );
     expect(error?.code).toBe("invalid_sql");
-    expect(error?.message).toMatch(/q: .*"nope" not found/);
+    expect(error?.message).toMatch(/^[^:]*"nope" not found/);
     expect(error?.message).not.toContain(directory);
   });
 });

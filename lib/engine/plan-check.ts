@@ -44,7 +44,7 @@ export function refusedScan(serializedPlan: string, readable: string[][]): strin
     // A binding error (an unknown column, a wrong type) is the buyer's, said as DuckDB says it.
     if (plan.error_type !== "not implemented") throw new Error(plan.error_message ?? "the query does not bind");
     // A plan DuckDB cannot write out (a reader whose binding has no serializer) cannot be checked: not run.
-    throw new AppError("invalid_sql", "q: DuckDB cannot say what this query reads, so it is not run.");
+    throw new AppError("invalid_sql", "DuckDB cannot say what this query reads, so it is not run.");
   }
   const allowed = new Set(readable.map((files) => JSON.stringify(files)));
   const pending: unknown[] = [plan.plans];
@@ -76,7 +76,7 @@ const READS_ONLY =
  */
 async function refusal(connection: DuckDBConnection, scan: string, query: PlannedQuery): Promise<AppError> {
   if (scan === "")
-    return new AppError("invalid_sql", `q: it reads a file that is not one of this order's tables: ${READS_ONLY}`);
+    return new AppError("invalid_sql", `it reads a file that is not one of this order's tables: ${READS_ONLY}`);
   const catalog = await connection.runAndReadAll("SELECT DISTINCT lower(view_name) FROM duckdb_views() WHERE internal");
   const views = new Set(catalog.getRows().map(([name]) => String(name)));
   const made = new Set(query.viewNames.map((name) => name.toLowerCase()));
@@ -85,6 +85,6 @@ async function refusal(connection: DuckDBConnection, scan: string, query: Planne
   const what = named.length > 0 ? named.map((name) => JSON.stringify(name)).join(", ") : `${scan}()`;
   return new AppError(
     "invalid_sql",
-    `q: ${what} ${named.length > 1 ? "are" : "is"} not a table of this order but DuckDB's catalog (${scan}): ${READS_ONLY}`,
+    `${what} ${named.length > 1 ? "are" : "is"} not a table of this order but DuckDB's catalog (${scan}): ${READS_ONLY}`,
   );
 }

@@ -351,6 +351,6 @@ async function explained<T>(files: QueryFile[], code: ErrorCode, work: () => Pro
     let line = message.split("\n")[0]!.replace(/^[\w ]+ Error: /, "");
     for (const file of [...files].sort((a, b) => b.path.length - a.path.length))
       line = line.replaceAll(file.path, file.name);
-    throw new AppError(code, `${code === "invalid_sql" ? "q" : "where"}: ${line.slice(0, 500)}`);
+    throw new AppError(code, code === "invalid_sql" ? line.slice(0, 500) : `where: ${line.slice(0, 500)}`);
   }
 }

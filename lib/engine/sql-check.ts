@@ -40,15 +40,15 @@ export function checkSelect(
     if (parsed.error_type === "parser") {
       const at = Number(parsed.position);
       const where = Number.isInteger(at) ? ` at character ${at + 1} (${JSON.stringify(sql.slice(at, at + 20))})` : "";
-      throw invalid(`q: ${parsed.error_message ?? "syntax error"}${where}.`);
+      throw invalid(`${parsed.error_message ?? "syntax error"}${where}.`);
     }
     throw invalid(
-      "q: only one read-only query is allowed (a SELECT, or WITH … SELECT): nothing that writes, attaches, installs, loads, creates or sets.",
+      "only one read-only query is allowed (a SELECT, or WITH … SELECT): nothing that writes, attaches, installs, loads, creates or sets.",
     );
   }
   const statements = parsed.statements ?? [];
   if (statements.length !== 1) {
-    throw invalid(`q: exactly one query is allowed, got ${statements.length} statements.`);
+    throw invalid(`exactly one query is allowed, got ${statements.length} statements.`);
   }
   const found = { tables: new Set<string>(), ctes: new Set<string>() };
   walk(statements[0]!.node, found);
@@ -68,7 +68,7 @@ function walk(value: unknown, found: { tables: Set<string>; ctes: Set<string> })
     const name = String(node.table_name ?? "");
     if (node.schema_name || node.catalog_name) {
       throw invalid(
-        `q: ${JSON.stringify([node.catalog_name, node.schema_name, name].filter(Boolean).join("."))} is not a table of this order: name the order's tables alone, e.g. "${name}".`,
+        `${JSON.stringify([node.catalog_name, node.schema_name, name].filter(Boolean).join("."))} is not a table of this order: name the order's tables alone, e.g. "${name}".`,
       );
     }
     found.tables.add(name);
@@ -76,14 +76,14 @@ function walk(value: unknown, found: { tables: Set<string>; ctes: Set<string> })
   // DESCRIBE, SHOW and SUMMARIZE parse as a SELECT over a SHOW_REF: not a query of the order's data.
   if (node.type === "SHOW_REF") {
     throw invalid(
-      "q: DESCRIBE, SHOW and SUMMARIZE are not allowed: one SELECT (or WITH … SELECT) only; the order's tables and their columns are listed with the order (GET /orders/{id}).",
+      "DESCRIBE, SHOW and SUMMARIZE are not allowed: one SELECT (or WITH … SELECT) only; the order's tables and their columns are listed with the order (GET /orders/{id}).",
     );
   }
   if (node.type === "TABLE_FUNCTION") {
     const name = String((node.function as { function_name?: string } | undefined)?.function_name ?? "");
     if (!TABLE_FUNCTIONS.has(name.toLowerCase())) {
       throw invalid(
-        `q: the table function ${name} is not allowed: read the order's tables by their names (${[...TABLE_FUNCTIONS].join(", ")} are allowed).`,
+        `the table function ${name} is not allowed: read the order's tables by their names (${[...TABLE_FUNCTIONS].join(", ")} are allowed).`,
       );
     }
   }
@@ -95,7 +95,7 @@ function walk(value: unknown, found: { tables: Set<string>; ctes: Set<string> })
       DENIED_FUNCTIONS.has(name) ||
       DENIED_PREFIXES.some((p) => name.startsWith(p))
     ) {
-      throw invalid(`q: the function ${String(node.function_name)} is not allowed.`);
+      throw invalid(`the function ${String(node.function_name)} is not allowed.`);
     }
   }
   const ctes = (node.cte_map as { map?: { key?: string }[] } | undefined)?.map;

@@ -34,7 +34,7 @@ export async function deliveredOrderTables(buyerId: string, orderId: string): Pr
     buyerId,
   ]);
   if (!order) throw orderNotFound(orderId);
-  if (order.status !== "delivered") throw notDelivered(orderId, order.status);
+  if (order.status !== "delivered") throw notDelivered(orderId, order.status, "tables");
   return sqlQuery<OrderTable>(
     `SELECT id, name, mode, key, current_version AS "currentVersion" FROM order_tables
      WHERE order_id = $1 ORDER BY name COLLATE "C"`,
@@ -88,7 +88,7 @@ export async function deliveredTableVersion(
     [orderId, buyerId, TABLE_NAME_PATTERN.test(name) ? name : null, version ?? null],
   );
   if (!row) throw orderNotFound(orderId);
-  if (row.status !== "delivered") throw notDelivered(orderId, row.status);
+  if (row.status !== "delivered") throw notDelivered(orderId, row.status, "tables");
   const table = tableOf(row.table ? [row.table] : [], orderId, name);
   if (!row.version) throw versionNotFound(table.name, version ?? table.currentVersion);
   return { table, version: row.version, parts: row.parts ?? [] };

@@ -108,12 +108,12 @@ async function withViewsOf<T extends object>(
 }
 
 function checkSqlText(sql: string): void {
-  if (sql.trim() === "") throw new AppError("invalid_sql", "q: the query is empty.");
+  if (sql.trim() === "") throw new AppError("invalid_sql", "the query is empty.");
   if (sql.length > SQL_MAX_LENGTH) {
-    throw new AppError("invalid_sql", `q: it is ${sql.length} characters long; at most ${SQL_MAX_LENGTH} are allowed.`);
+    throw new AppError("invalid_sql", `it is ${sql.length} characters long; at most ${SQL_MAX_LENGTH} are allowed.`);
   }
   if (parenthesisDepth(sql) > WHERE_MAX_DEPTH) {
-    throw new AppError("invalid_sql", `q: parentheses nest deeper than ${WHERE_MAX_DEPTH} levels.`);
+    throw new AppError("invalid_sql", `parentheses nest deeper than ${WHERE_MAX_DEPTH} levels.`);
   }
 }
 
@@ -160,7 +160,7 @@ async function viewOf(tables: OrderTable[], name: string): Promise<SqlView> {
     const known = tables.filter((one) => one.currentVersion !== null).map((one) => one.name);
     throw new AppError(
       "invalid_sql",
-      `q: this order has no table ${JSON.stringify(name.slice(0, 100))} (its tables: ${known.join(", ") || "none"}; "name@N" is version N, "name@changes" its changes).`,
+      `this order has no table ${JSON.stringify(name.slice(0, 100))} (its tables: ${known.join(", ") || "none"}; "name@N" is version N, "name@changes" its changes).`,
     );
   }
   if (suffix?.toLowerCase() === "changes") return { name, files: [], columns: [], changes: await changeFiles(table) };

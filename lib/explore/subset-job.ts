@@ -153,7 +153,7 @@ async function makeSubset(subsetId: string): Promise<"ready" | "failed" | "skipp
   );
   if (!subset || subset.status !== "pending") return "skipped";
   try {
-    if (subset.orderStatus !== "delivered") throw notDelivered(subset.orderId, subset.orderStatus);
+    if (subset.orderStatus !== "delivered") throw notDelivered(subset.orderId, subset.orderStatus, "tables");
     if (!subset.kept) throw versionNotFound(subset.table.name, subset.version);
     return await writeSubset(subset);
   } catch (error) {

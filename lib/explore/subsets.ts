@@ -9,6 +9,7 @@ import { runBuyerQuery } from "./engine-run";
 import { readableParts } from "./files";
 import { withCachedCopies } from "./query-cache";
 import { resolveTableRequest, rowsOrder, type TableRequest } from "./table-request";
+import { formatSeconds } from "../format";
 
 /**
  * `GET /orders/{id}/tables/{name}/subset` (contract Part 7): every matching row of a version, the
@@ -142,7 +143,7 @@ async function answer(subset: SubsetRow, name: string, format: RenditionFormat):
   }
   throw new AppError(
     "rendition_pending",
-    `The subset ${name} is being made. Ask again in ${SUBSET_RETRY_AFTER_SECONDS} seconds.`,
+    `The subset ${name} is being made. Ask again in ${formatSeconds(SUBSET_RETRY_AFTER_SECONDS)}.`,
     { "Retry-After": String(SUBSET_RETRY_AFTER_SECONDS) },
   );
 }

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { parseDestinationFields, type DestinationType } from "./config";
 
 const s3 = {
@@ -20,7 +20,8 @@ const sftp = {
 let saved: string | undefined;
 beforeEach(() => {
   saved = process.env.EXPORT_ALLOW_PRIVATE;
-  delete process.env.EXPORT_ALLOW_PRIVATE;
+  // The production rule (the test run's NODE_ENV=test allows loopback, as development does).
+  process.env.EXPORT_ALLOW_PRIVATE = "false";
 });
 afterEach(() => {
   if (saved === undefined) delete process.env.EXPORT_ALLOW_PRIVATE;
@@ -119,5 +120,24 @@ describe("destination settings", () => {
     });
     expect(() => parseDestinationFields("s3", { ...s3, endpoint: "http://169.254.169.254" })).toThrow(/reserved/);
     expect(() => parseDestinationFields("sftp", { ...sftp, host: "fe80::1" })).toThrow(/reserved/);
+  });
+});
+
+// Issue #55: in `npm run dev` an export to a store on the developer's machine was refused.
+describe("a store on this machine", () => {
+  it.each([
+    ["development", undefined, true],
+    ["test", undefined, true],
+    ["production", undefined, false],
+    [undefined, undefined, false],
+    ["development", "false", false],
+  ])("NODE_ENV=%s, EXPORT_ALLOW_PRIVATE=%s: http://127.0.0.1 accepted: %s", (nodeEnv, setting, accepted) => {
+    vi.stubEnv("NODE_ENV", nodeEnv);
+    if (setting === undefined) delete process.env.EXPORT_ALLOW_PRIVATE;
+    else process.env.EXPORT_ALLOW_PRIVATE = setting;
+    const parse = () => parseDestinationFields("s3", { ...s3, endpoint: "http://127.0.0.1:9000" });
+    if (accepted) expect(parse().config).toMatchObject({ endpoint: "http://127.0.0.1:9000" });
+    else expect(parse).toThrow(/https:\/\/ URL|private, local or reserved/);
+    vi.unstubAllEnvs();
   });
 });

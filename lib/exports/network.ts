@@ -9,6 +9,7 @@ import {
   isAlwaysForbiddenAddress,
   isForbiddenAddress,
   type AddressFilter,
+  localNetworkSettingAllows,
 } from "../webhooks/ssrf";
 
 /**
@@ -16,14 +17,15 @@ import {
  * every connection passes the webhooks' private-address filter on the address it resolved to and
  * the address the socket actually reached: names through a guarded DNS lookup, IP literals
  * (which skip the lookup) on connect. A redirect, an endpoint override or a re-resolved name opens a
- * new connection and is checked again. EXPORT_ALLOW_PRIVATE=true (tests, single-host setups) allows
- * loopback and private ranges, never cloud metadata or link-local addresses, in any form (as webhooks).
+ * new connection and is checked again. EXPORT_ALLOW_PRIVATE=true (single-host setups; the default in
+ * development and test, as for webhooks: localNetworkSettingAllows) allows loopback and private
+ * ranges and plain http://, never cloud metadata or link-local addresses, in any form (as webhooks).
  */
 
 type Env = Record<string, string | undefined>;
 
 export function exportPrivateAddressesAllowed(env: Env = process.env): boolean {
-  return env.EXPORT_ALLOW_PRIVATE === "true";
+  return localNetworkSettingAllows("EXPORT_ALLOW_PRIVATE", env);
 }
 
 /** The addresses exports refuse: the webhooks' rule, or with EXPORT_ALLOW_PRIVATE=true the webhooks' rule for that case. */

@@ -1,5 +1,5 @@
 import type { Json } from "../engine/preview-values";
-import { AppError } from "../errors";
+import { AppError, inputMessage } from "../errors";
 import { parsedRows } from "../explore/answer-json";
 import { readTableRows } from "../explore/rows";
 import { describeOrderTables, orderSqlParquet, runOrderSql } from "../explore/sql";
@@ -96,7 +96,8 @@ async function refusalOr<Result>(run: () => Promise<Result>): Promise<Result | R
   try {
     return await run();
   } catch (error) {
-    if (error instanceof AppError) return { ok: false, error: error.message, code: error.code };
+    // The Query page has one text box: its refusals need not name it (lib/errors.ts inputMessage).
+    if (error instanceof AppError) return { ok: false, error: inputMessage(error, { sql: null }), code: error.code };
     throw error;
   }
 }

@@ -1,6 +1,6 @@
 import { AUTH_FAILURE_LIMIT, DATASETS_RATE_LIMIT, DOWNLOAD_LINK_TTL_SECONDS, ORDER_PAGE_SIZE } from "../contract";
 import { textResponse } from "./text-response";
-import { AppError, type ErrorCode } from "../errors";
+import { AppError, inputMessage, type ErrorCode } from "../errors";
 import { configuredOrigin } from "../site";
 import { unexpectedError } from "./unexpected-error";
 
@@ -133,7 +133,8 @@ export const API_ERRORS = {
   order_not_delivered: {
     status: 409,
     title: "Order not delivered",
-    meaning: "Files of refunded or unfinished orders cannot be downloaded (the detail names the status).",
+    meaning:
+      "Files of refunded or unfinished orders cannot be downloaded, nor their tables read (rows, SQL, subsets); the detail names the status.",
   },
   rendition_pending: {
     status: 202,
@@ -223,7 +224,9 @@ function describe(
   }
   if (error instanceof AppError) {
     const known: ApiError | undefined = (API_ERRORS as Partial<Record<ErrorCode, ApiError>>)[error.code];
-    if (known) return { code: error.code, status: known.status, title: known.title, detail: error.message };
+    // The API names the SQL by its query parameter, `q` (lib/errors.ts inputMessage).
+    const detail = inputMessage(error, { sql: "q" });
+    if (known) return { code: error.code, status: known.status, title: known.title, detail };
   }
   const { kind, status, message, retryAfterSeconds } = unexpectedError(error, requestId);
   return kind === "unavailable"

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { unroutableApiPath } from "./responses";
+import { compactJson, unroutableApiPath } from "./responses";
 
 describe("unroutableApiPath: API paths Next.js would not route as sent", () => {
   it.each([
@@ -29,5 +29,22 @@ describe("unroutableApiPath: API paths Next.js would not route as sent", () => {
     "/api/v10/%",
   ])("leaves %s to the router", (url) => {
     expect(unroutableApiPath(url)).toBeUndefined();
+  });
+});
+
+describe("compactJson", () => {
+  it.each([
+    ['{"name" : "products", "rows" : 2, "key" : ["id"]}', '{"name":"products","rows":2,"key":["id"]}'],
+    ['{"a" : {"b" : [1, 2.50, null]}}', '{"a":{"b":[1,2.50,null]}}'],
+    // Whitespace and quotes inside strings are the data's.
+    ['{"s" : "a \\" : b, c", "t" : "\\\\"}', '{"s":"a \\" : b, c","t":"\\\\"}'],
+    ['[\n  {"x" : "line\\nbreak"}\n]', '[{"x":"line\\nbreak"}]'],
+  ])("%s", (spaced, compact) => {
+    expect(compactJson(spaced)).toBe(compact);
+    expect(JSON.parse(compactJson(spaced))).toEqual(JSON.parse(spaced));
+  });
+
+  it("keeps a big integer's digits", () => {
+    expect(compactJson('{"n" : 12345678901234567890}')).toBe('{"n":12345678901234567890}');
   });
 });

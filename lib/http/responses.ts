@@ -4,9 +4,21 @@ import { problemResponse } from "./problem";
 
 /** Generic responses of the API and the download routes. */
 
-/** JSON for API clients (already serialised, e.g. by the database): never cached by shared caches. */
+/** A JSON string, or whitespace between tokens. */
+const JSON_STRING_OR_SPACE = /("(?:[^"\\]+|\\.)*")|\s+/g;
+
+/**
+ * `json` without whitespace between its tokens, every string and number as it was. PostgreSQL's
+ * json_build_object writes `{"name" : "x", "rows" : 2}`; JSON.stringify writes `{"name":"x","rows":2}`:
+ * every body reads like the latter, whichever made it.
+ */
+export function compactJson(json: string): string {
+  return json.replace(JSON_STRING_OR_SPACE, (_, string: string | undefined) => string ?? "");
+}
+
+/** JSON for API clients (already serialised, e.g. by the database, and made compact): never cached by shared caches. */
 export function apiJson(json: string): Response {
-  return textResponse(json, {
+  return textResponse(compactJson(json), {
     headers: { "Content-Type": "application/json; charset=utf-8", "Cache-Control": "private, no-store" },
   });
 }

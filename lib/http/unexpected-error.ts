@@ -1,4 +1,5 @@
 import { errorFields, logger } from "../log";
+import { formatSeconds } from "../format";
 
 /**
  * The one answer to an error that is not the app's own (not an AppError), for every HTTP surface
@@ -24,7 +25,7 @@ export function unexpectedError(error: unknown, requestId: string): UnexpectedEr
     return {
       kind: "unavailable",
       status: 503,
-      message: `The service cannot reach its database right now. Retry after ${DATABASE_RETRY_AFTER_SECONDS} seconds.`,
+      message: `The service cannot reach its database right now. Retry after ${formatSeconds(DATABASE_RETRY_AFTER_SECONDS)}.`,
       retryAfterSeconds: DATABASE_RETRY_AFTER_SECONDS,
     };
   }

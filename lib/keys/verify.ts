@@ -57,6 +57,7 @@ export function presentedKey(authorization: string | null): PresentedKey {
       "Send your API key in the Authorization header: `Authorization: Bearer <API_KEY>`.",
     );
   }
+  if (SHARE_LINK_TOKEN.test(match[1])) throw shareTokenAsKey();
   if (!isWellFormedSecret(match[1])) throw invalidKey();
   const secretHash = hashSecret(match[1]);
   return { secretHash, known: knownKeys.get(secretHash) };
@@ -155,6 +156,16 @@ export function isKeyRefusal(error: unknown): boolean {
   return error instanceof AppError && KEY_REFUSALS.has(error.code);
 }
 const KEY_REFUSALS = new Set<ErrorCode>(["invalid_api_key", "expired_api_key", "revoked_api_key"]);
+
+/** A share link's token (lib/share-links: `dsl_` and 43 base64url characters), sent where a key goes. */
+const SHARE_LINK_TOKEN = /^dsl_[A-Za-z0-9_-]{43}$/;
+
+function shareTokenAsKey(): AppError {
+  return new AppError(
+    "invalid_api_key",
+    "This is a share link's token (dsl_…), not an API key: it opens its one order in a browser, at /share/<token>. For the API, create an API key in the dashboard.",
+  );
+}
 
 function invalidKey(): AppError {
   return new AppError("invalid_api_key", "The API key is not valid. Check that it was copied whole.");

@@ -1,6 +1,6 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { AppError } from "../errors";
+import { AppError, inputMessage } from "../errors";
 import { unexpectedError } from "../http/unexpected-error";
 import { isTypedId } from "../ids";
 
@@ -38,7 +38,8 @@ export async function toolResult<Output extends Record<string, unknown>>(
 }
 
 function problemOf(error: unknown, requestId: string): { code: string; detail: string } {
-  if (error instanceof AppError) return { code: error.code, detail: error.message };
+  // The query tool's SQL is its argument `sql` (lib/errors.ts inputMessage).
+  if (error instanceof AppError) return { code: error.code, detail: inputMessage(error, { sql: "sql" }) };
   const unexpected = unexpectedError(error, requestId);
   return {
     code: unexpected.kind === "unavailable" ? "service_unavailable" : "internal_error",

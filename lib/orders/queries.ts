@@ -185,11 +185,18 @@ export async function getDownloadableFile(
   return { id, name, contentType, storageKey, format, profileStatus, profileError };
 }
 
-export function notDelivered(orderId: string, status: OrderStatus): AppError {
-  return new AppError(
-    "order_not_delivered",
-    `Order ${orderId} is ${status}; files can be downloaded only from delivered orders.`,
-  );
+/** What an order that is not delivered refuses: its files' downloads, or the reads of its tables (rows, SQL, subsets). */
+const ONLY_WHEN_DELIVERED = {
+  files: "files can be downloaded only from delivered orders",
+  tables: "tables can be read (rows, SQL, subsets) only from delivered orders",
+} as const;
+
+export function notDelivered(
+  orderId: string,
+  status: OrderStatus,
+  refused: keyof typeof ONLY_WHEN_DELIVERED = "files",
+): AppError {
+  return new AppError("order_not_delivered", `Order ${orderId} is ${status}; ${ONLY_WHEN_DELIVERED[refused]}.`);
 }
 
 export function orderNotFound(orderId: string): AppError {

@@ -4,6 +4,7 @@ import { AppError, type ErrorCode } from "../errors";
 import { processSingleton } from "../singleton";
 import { rateLimitHeaders } from "./headers";
 import { createRateLimiter, type RateLimiter } from "./index";
+import { formatSeconds } from "../format";
 
 /**
  * Failed API authentications are limited per client address, so that keys which pass the public
@@ -36,7 +37,7 @@ export function authFailureGuard(limiter: RateLimiter, now: () => number = Date.
     const decision = { allowed: false, limit, remaining: 0, resetAt, retryAfterSeconds };
     return new AppError(
       "rate_limited",
-      `Too many failed authentications from your address: more than ${limit} in ${windowSeconds} seconds. Check the API key your client sends, and retry after ${retryAfterSeconds} seconds.`,
+      `Too many failed authentications from your address: more than ${limit} in ${windowSeconds} seconds. Check the API key your client sends, and retry after ${formatSeconds(retryAfterSeconds)}.`,
       rateLimitHeaders(decision, windowSeconds, AUTH_FAILURES_POLICY_NAME),
     );
   }

@@ -4,6 +4,7 @@ import { countRateLimitDecision } from "../metrics";
 import { processSingleton } from "../singleton";
 import { rateLimitHeaders } from "./headers";
 import { createRateLimiter, type RateLimiter } from "./index";
+import { formatSeconds } from "../format";
 
 /**
  * The API's rate policies: what is counted, against which limit, and how a refusal reads. Limiters
@@ -61,7 +62,7 @@ export async function enforceRatePolicy(policy: RatePolicy, buyerId: string): Pr
   if (!decision.allowed) {
     throw new AppError(
       "rate_limited",
-      `This account made more than ${policy.limit} requests in the last minute (${policy.scope}). Retry after ${decision.retryAfterSeconds} seconds.`,
+      `This account made more than ${policy.limit} requests in the last minute (${policy.scope}). Retry after ${formatSeconds(decision.retryAfterSeconds)}.`,
       headers,
     );
   }

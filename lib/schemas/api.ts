@@ -4,6 +4,7 @@ import { FILE_FORMATS, PROFILE_STATUSES, RENDITION_FORMATS, RENDITION_STATUSES }
 import { ORDER_STATUSES } from "./order-status";
 import { noticeSchema, qualitySchema } from "./quality";
 import { handleRulesText, SOCIAL_PLATFORMS } from "./social-platforms";
+import { wholeNumber } from "./whole-number";
 
 /**
  * Every request and response of /api/v1, described once: validation and the OpenAPI document use
@@ -11,16 +12,10 @@ import { handleRulesText, SOCIAL_PLATFORMS } from "./social-platforms";
  * loads no database client.
  */
 
-const wholeNumber = (name: string) =>
-  z
-    .string()
-    .regex(/^\d{1,9}$/, `${name} must be a whole number`)
-    .transform(Number);
-
 /** A `limit` query parameter: a whole number within `range`, its default when not given. */
 const limitParameter = (range: { min: number; max: number; default: number }, what: string, example: string) => {
   const rule = `limit must be from ${range.min} to ${range.max}`;
-  return wholeNumber("limit")
+  return wholeNumber("limit", rule)
     .pipe(z.number().min(range.min, rule).max(range.max, rule))
     .optional()
     .default(range.default)

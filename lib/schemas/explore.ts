@@ -2,20 +2,15 @@ import { z } from "zod";
 import { RENDITION_FORMATS } from "../data-formats";
 import { versionNumberSchema } from "./api";
 import { QUERY_ROWS, SQL_MAX_LENGTH } from "./explore-limits";
+import { wholeNumber } from "./whole-number";
 
 /**
  * The rows and SQL requests of /api/v1 (docs/explore.md), described once: the API's
  * validation and its OpenAPI document use these. A leaf like ./api.ts.
  */
 
-const wholeNumber = (name: string) =>
-  z
-    .string()
-    .regex(/^\d{1,9}$/, `${name} must be a whole number`)
-    .transform(Number);
-
 const limitRule = `limit must be from ${QUERY_ROWS.min} to ${QUERY_ROWS.max}`;
-const limit = wholeNumber("limit")
+const limit = wholeNumber("limit", limitRule)
   .pipe(z.number().min(QUERY_ROWS.min, limitRule).max(QUERY_ROWS.max, limitRule))
   .optional()
   .default(QUERY_ROWS.default)

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ORDER_PAGE_SIZE } from "../contract";
+import { wholeNumber } from "./whole-number";
 
 /**
  * The export runs of /api/v1/exports (docs/exports.md), described once: the API's
@@ -7,18 +8,12 @@ import { ORDER_PAGE_SIZE } from "../contract";
  * ./api.ts: nothing here touches the database.
  */
 
-const wholeNumber = (name: string) =>
-  z
-    .string()
-    .regex(/^\d{1,9}$/, `${name} must be a whole number`)
-    .transform(Number);
-
 const limitRule = `limit must be from ${ORDER_PAGE_SIZE.min} to ${ORDER_PAGE_SIZE.max}`;
 
 /** `limit` and `offset` as the order list takes them. */
 export const listExportsQuerySchema = z
   .object({
-    limit: wholeNumber("limit")
+    limit: wholeNumber("limit", limitRule)
       .pipe(z.number().min(ORDER_PAGE_SIZE.min, limitRule).max(ORDER_PAGE_SIZE.max, limitRule))
       .optional()
       .default(ORDER_PAGE_SIZE.default)

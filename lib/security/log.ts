@@ -1,6 +1,7 @@
 import { db, sqlQuery } from "../db/client";
 import { errorFields, logger } from "../log";
 import { formulaSafe } from "../csv-formulas";
+import { formatDate } from "../format";
 
 /**
  * The security log of a buyer's account: sign-ins and refused sign-in links, keys created,
@@ -66,7 +67,7 @@ export const SECURITY_EVENT_GROUPS: readonly { name: string; kinds: readonly Sec
   },
 ];
 
-export type Actor = { actor: "session" | "operator" | "system"; ip?: string | null };
+export type Actor = { actor: "session" | "operator" | "system" | "share_link"; ip?: string | null };
 export const OPERATOR: Actor = { actor: "operator" };
 
 export const SECURITY_LOG_RETENTION_DAYS = 365;
@@ -91,11 +92,17 @@ export async function recordSecurityEvent(
     .catch((error: unknown) => logger().warn({ kind, ...errorFields(error) }, "security log: event not recorded"));
 }
 
+/** A new share link's event: its order, its label, and when it expires written as the log writes its dates. */
+export function shareCreatedDetail(orderName: string, label: string | null, expiresAt: Date | null): string {
+  const expiry = expiresAt ? `expires ${formatDate(expiresAt)}` : "never expires";
+  return `Share link of “${orderName}”${label ? ` (${label})` : ""}, ${expiry}`;
+}
+
 /** A share link's opens count up in one row per link: the first open's time, the last's, and how many. */
 export async function recordShareOpened(buyerId: string, linkId: string, orderName: string, ip: string | null) {
   await sqlQuery(
     `INSERT INTO security_events (id, buyer_id, kind, actor, ip, subject_id, detail)
-     VALUES ('sev_' || md5($2 || ':opened'), $1, 'share_opened', 'system', $3, $2, $4)
+     VALUES ('sev_' || md5($2 || ':opened'), $1, 'share_opened', 'share_link', $3, $2, $4)
      ON CONFLICT (id) DO UPDATE SET count = security_events.count + 1, last_at = now(), ip = EXCLUDED.ip`,
     [buyerId, linkId, ip, `Share link of “${orderName}”`],
   ).catch((error: unknown) => logger().warn({ ...errorFields(error) }, "security log: share opening not recorded"));
@@ -116,6 +123,8 @@ export type SecurityEventView = {
   id: string;
   kind: SecurityEventKind;
   actor: string;
+  /** Who did it, as the log shows it: "You (dashboard)", or the share link that was opened by its label. */
+  actorName: string;
   ip: string | null;
   detail: string;
   count: number;
@@ -132,12 +141,52 @@ export async function listSecurityEvents(
   await db().securityEvent.deleteMany({
     where: { buyerId, createdAt: { lt: new Date(Date.now() - SECURITY_LOG_RETENTION_DAYS * 86_400_000) } },
   });
-  return db().securityEvent.findMany({
+  const events = await db().securityEvent.findMany({
     where: { buyerId, ...(kind ? { kind } : {}) },
     orderBy: [{ createdAt: "desc" }, { id: "desc" }],
     take: limit,
-    select: { id: true, kind: true, actor: true, ip: true, detail: true, count: true, createdAt: true, lastAt: true },
+    select: {
+      id: true,
+      kind: true,
+      actor: true,
+      ip: true,
+      subjectId: true,
+      detail: true,
+      count: true,
+      createdAt: true,
+      lastAt: true,
+    },
   });
+  const opened = events.filter((event) => event.kind === "share_opened" && event.subjectId);
+  const links = new Map(
+    (opened.length
+      ? await db().shareLink.findMany({
+          where: { id: { in: opened.map((event) => event.subjectId!) }, order: { buyerId } },
+          select: { id: true, label: true, tokenPrefix: true },
+        })
+      : []
+    ).map((link) => [link.id, link]),
+  );
+  return events.map(({ subjectId, ...event }) => ({
+    ...event,
+    kind: event.kind as SecurityEventKind,
+    actorName: actorName(event, subjectId ? links.get(subjectId) : undefined),
+  }));
+}
+
+const ACTOR_NAMES: Record<string, string> = { session: "You (dashboard)", operator: "Operator", system: "System" };
+
+/**
+ * A share link's opens are its holder's doing, whoever that is: the link is named by its label, else its
+ * token's first characters as the order page lists it (rows recorded before said "system": by kind, not actor).
+ */
+function actorName(
+  event: { kind: string; actor: string },
+  link: { label: string | null; tokenPrefix: string } | undefined,
+): string {
+  if (event.kind !== "share_opened") return ACTOR_NAMES[event.actor] ?? event.actor;
+  if (!link) return "A share link";
+  return link.label ? `Share link “${link.label}”` : `Share link ${link.tokenPrefix}…`;
 }
 
 /** The log as CSV (RFC 4180), a header line first. */

@@ -15,6 +15,7 @@ import {
   tableOf,
   type SharingHandler,
 } from "./protocol";
+import { formatSeconds } from "../format";
 
 /**
  * `GET .../changes`: the change data feed, one `cdf` line per version of the range: the version's
@@ -36,7 +37,7 @@ export const tableChanges: SharingHandler = async ({ buyerId, params, search, he
   if (missing) {
     throw new AppError(
       "service_unavailable",
-      `The change file of version ${missing.version} is being made. Ask again in ${CHANGE_FILE_RETRY_SECONDS} seconds.`,
+      `The change file of version ${missing.version} is being made. Ask again in ${formatSeconds(CHANGE_FILE_RETRY_SECONDS)}.`,
       { "Retry-After": String(CHANGE_FILE_RETRY_SECONDS) },
     );
   }

@@ -9,6 +9,7 @@ import {
   socialPlatformSchema,
   type SocialPlatform,
 } from "../schemas/social-platforms";
+import { formatSeconds } from "../format";
 
 export type SocialProfileBody = z.infer<typeof socialProfileSchema>;
 
@@ -58,7 +59,7 @@ export async function readSocialProfile(input: {
   if (status && !status.available) {
     throw await refusal(
       "social_unavailable",
-      `The ${platform} source is unavailable right now. Retry after ${status.retryAfterSeconds} seconds.`,
+      `The ${platform} source is unavailable right now. Retry after ${formatSeconds(status.retryAfterSeconds)}.`,
       { "Retry-After": String(status.retryAfterSeconds) },
     );
   }

@@ -9,6 +9,7 @@ import { SEEN_FILE } from "../orders/seen-files";
 import { describedColumnsSql, freshnessSql } from "../orders/table-promises-sql";
 import { QUALITY_BEFORE_CHECKS } from "../schemas/quality";
 import { TABLE_NAME_PATTERN } from "./names";
+import { formatSeconds } from "../format";
 
 /**
  * Reads of an order's tables and versions for the API (contract Part 4), behind the same tenant
@@ -242,7 +243,7 @@ export async function changeFileTarget(
   if (!row!.version.file) {
     throw new AppError(
       "rendition_pending",
-      `The change file of ${name} version ${version} is being made. Ask again in ${RENDITION_RETRY_AFTER_SECONDS} seconds.`,
+      `The change file of ${name} version ${version} is being made. Ask again in ${formatSeconds(RENDITION_RETRY_AFTER_SECONDS)}.`,
       { "Retry-After": String(RENDITION_RETRY_AFTER_SECONDS) },
     );
   }

@@ -2,7 +2,13 @@ import http from "node:http";
 import net from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { endpointUrlSchema } from "./endpoints";
-import { configuredAddressFilter, guardedLookup, isForbiddenAddress, postOnce, webhookSettingAllows } from "./ssrf";
+import {
+  configuredAddressFilter,
+  guardedLookup,
+  isForbiddenAddress,
+  postOnce,
+  localNetworkSettingAllows,
+} from "./ssrf";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -73,7 +79,7 @@ describe("the webhook address filter", () => {
 });
 
 // Issue #39: a receiver on the developer's own machine (http://127.0.0.1) was refused everywhere.
-describe("webhook receivers on this machine", () => {
+describe("webhook receivers and export stores on this machine", () => {
   it.each([
     ["development", undefined, true],
     ["test", undefined, true],
@@ -82,9 +88,10 @@ describe("webhook receivers on this machine", () => {
     ["development", "false", false],
     ["production", "true", true],
   ])("NODE_ENV=%s with the setting %s allows them: %s", (nodeEnv, value, allowed) => {
-    for (const name of ["WEBHOOK_ALLOW_PRIVATE", "WEBHOOK_ALLOW_INSECURE"] as const) {
+    // Issue #55: exports' EXPORT_ALLOW_PRIVATE follows the same one rule.
+    for (const name of ["WEBHOOK_ALLOW_PRIVATE", "WEBHOOK_ALLOW_INSECURE", "EXPORT_ALLOW_PRIVATE"] as const) {
       const env = { NODE_ENV: nodeEnv, ...(value ? { [name]: value } : {}) } as NodeJS.ProcessEnv;
-      expect(webhookSettingAllows(name, env)).toBe(allowed);
+      expect(localNetworkSettingAllows(name, env)).toBe(allowed);
     }
   });
 

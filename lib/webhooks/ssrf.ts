@@ -17,24 +17,26 @@ import { isAlwaysForbiddenAddress, isForbiddenAddress } from "./addresses";
 export { isAlwaysForbiddenAddress, isForbiddenAddress };
 
 /**
- * A developer tries webhooks with a receiver on their own machine (http://127.0.0.1:4000/hooks),
- * so outside production private and loopback receivers, and plain http:// to loopback, are allowed
- * unless the setting says "false". Outside production means NODE_ENV development or test: an unset
- * NODE_ENV (a standalone worker started without it) keeps the production rule, so a forgotten
- * variable never opens the private network. `npm run dev`/`npm start` set NODE_ENV (scripts/serve.ts).
+ * A developer tries webhooks and exports against servers on their own machine
+ * (http://127.0.0.1:4000/hooks, a MinIO at http://127.0.0.1:9000), so outside production private
+ * and loopback addresses (and plain http:// where the setting is about it) are allowed unless the
+ * setting says "false". Outside production means NODE_ENV development or test: an unset NODE_ENV
+ * (a standalone worker started without it) keeps the production rule, so a forgotten variable never
+ * opens the private network. `npm run dev`/`npm start` set NODE_ENV (scripts/serve.ts). The one
+ * rule of both webhooks and exports (lib/exports/network.ts).
  */
-export function webhookSettingAllows(
-  name: "WEBHOOK_ALLOW_PRIVATE" | "WEBHOOK_ALLOW_INSECURE",
-  env: NodeJS.ProcessEnv = process.env,
+export function localNetworkSettingAllows(
+  name: "WEBHOOK_ALLOW_PRIVATE" | "WEBHOOK_ALLOW_INSECURE" | "EXPORT_ALLOW_PRIVATE",
+  env: NodeJS.ProcessEnv | Record<string, string | undefined> = process.env,
 ): boolean {
   const value = env[name];
   if (value === "true" || value === "false") return value === "true";
   return env.NODE_ENV === "development" || env.NODE_ENV === "test";
 }
 
-export const privateAddressesAllowed = (): boolean => webhookSettingAllows("WEBHOOK_ALLOW_PRIVATE");
+export const privateAddressesAllowed = (): boolean => localNetworkSettingAllows("WEBHOOK_ALLOW_PRIVATE");
 /** Plain http:// endpoint URLs, to a loopback host only. */
-export const insecureLoopbackAllowed = (): boolean => webhookSettingAllows("WEBHOOK_ALLOW_INSECURE");
+export const insecureLoopbackAllowed = (): boolean => localNetworkSettingAllows("WEBHOOK_ALLOW_INSECURE");
 
 /** Which addresses deliveries refuse: isForbiddenAddress, or with WEBHOOK_ALLOW_PRIVATE=true isAlwaysForbiddenAddress. */
 export type AddressFilter = (address: string) => boolean;

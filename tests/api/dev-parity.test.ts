@@ -151,3 +151,15 @@ describe("the development server and the production server", () => {
     expect(differences.join("\n")).toBe("");
   });
 });
+
+// Issue #55: Next.js's development server printed a careless `?api_key=dak_...` whole in its request lines.
+describe("the development server's output", () => {
+  it("shows a key sent in the URL redacted, in every line", async () => {
+    await fetch(`${dev.url}/api/v1/orders?limit=1&api_key=${fixtures.key}`).then((response) => response.text());
+    await fetch(`${dev.url}/signin?api_key=${fixtures.key}`).then((response) => response.text());
+    const output = await dev.loggedSoFar();
+    expect(output).toContain("api_key=[redacted]");
+    expect(output).not.toContain(fixtures.key);
+    expect(output).not.toContain(fixtures.key.slice(4));
+  });
+});

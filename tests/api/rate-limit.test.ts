@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, type TestEnvironment } from "../helpers/fixtures";
 import { expectProblem } from "../helpers/problem";
-import { startOfAFixedWindow } from "../helpers/rate-limit";
+import { needingRedis, startOfAFixedWindow } from "../helpers/rate-limit";
 import { startServer, type TestServer } from "../helpers/server";
 
 let env: TestEnvironment;
@@ -74,17 +74,20 @@ describe("the dataset rate limit: 60 per minute per account", () => {
   });
 
   // Needs a real Redis: runs whenever REDIS_URL is set (CI sets it), and then fails if Redis is down.
-  it.runIf(Boolean(process.env.REDIS_URL))("is shared across two server processes through Redis", async () => {
-    const redisEnv = { REDIS_URL: process.env.REDIS_URL! };
-    const servers = await Promise.all(
-      [1, 2].map(() => startServer({ databaseUrl: env.database.url, storageDir: env.storageDir, env: redisEnv })),
-    );
-    try {
-      const { busyKeys, otherKey } = await accounts();
-      await expectExactlyOne429(servers, busyKeys);
-      await expectUnaffected(servers[1]!, otherKey);
-    } finally {
-      await Promise.all(servers.map((server) => server.stop()));
-    }
-  });
+  it.runIf(Boolean(process.env.REDIS_URL))(
+    needingRedis("is shared across two server processes through Redis"),
+    async () => {
+      const redisEnv = { REDIS_URL: process.env.REDIS_URL! };
+      const servers = await Promise.all(
+        [1, 2].map(() => startServer({ databaseUrl: env.database.url, storageDir: env.storageDir, env: redisEnv })),
+      );
+      try {
+        const { busyKeys, otherKey } = await accounts();
+        await expectExactlyOne429(servers, busyKeys);
+        await expectUnaffected(servers[1]!, otherKey);
+      } finally {
+        await Promise.all(servers.map((server) => server.stop()));
+      }
+    },
+  );
 });

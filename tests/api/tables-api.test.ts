@@ -90,6 +90,23 @@ function api(path: string, key = fixtures.keyA, init: RequestInit = {}) {
 }
 const products = (orderId = fixtures.orderA) => `/orders/${orderId}/tables/products`;
 
+describe("every JSON answer", () => {
+  // PostgreSQL's json_build_object writes `{"name" : ...}`: the bytes sent are compact, like JSON.stringify's.
+  it.each([
+    ["the orders", () => "/orders"],
+    ["an order", () => `/orders/${fixtures.orderA}`],
+    ["a version's quality report", () => `${products()}/versions/2/quality`],
+    ["a table", () => products()],
+    ["the versions", () => `${products()}/versions`],
+    ["a version", () => `${products()}/versions/1`],
+  ])("%s: compact bytes", async (_, path) => {
+    const response = await api(path());
+    const body = await response.text();
+    expect(response.status, body).toBe(200);
+    expect(body).toBe(JSON.stringify(JSON.parse(body)));
+  });
+});
+
 describe("a table", () => {
   it("reads with its current version, as the contract's Table", async () => {
     const response = await api(products());

@@ -11,7 +11,9 @@ import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";
 import { startServer, type TestServer } from "../helpers/server";
 import { products, productsCsv, publicationDone } from "../tables/helpers";
-import { buildTypeScriptClient, runCli, runCliOnTerminal } from "./cli";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { buildTypeScriptClient, runCli, runCliOnTerminal, type CliRun } from "./cli";
 
 /**
  * The TypeScript client's rows and SQL (contract Part 7): the library's methods and the
@@ -215,7 +217,59 @@ describe("dataset-access rows and sql", () => {
       cliEnv(),
     );
     expect(run.code).toBe(3);
-    expect(run.stderr).toMatch(/^The API refused: invalid_filter: .*read_text/m);
+    expect(run.stderr).toMatch(/^The API refused: invalid_filter: --where: .*read_text/m);
     expect(run.stderr).not.toContain("root:");
+  });
+});
+
+/** `python3 dataset_access.py ARGS`, the Python command, to its end. */
+async function runPython(args: string[], env: Record<string, string>): Promise<CliRun> {
+  const script = path.resolve("clients/python/dataset_access.py");
+  return promisify(execFile)("python3", [script, ...args], { env: { ...process.env, ...env } }).then(
+    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+    (error: CliRun) => ({ code: error.code, stdout: error.stdout, stderr: error.stderr }),
+  );
+}
+
+describe("python3 dataset_access.py rows and sql print what dataset-access prints", () => {
+  const cases: [string, string[]][] = [
+    [
+      "rows, a page as JSON",
+      ["rows", "--table", "prices", "--columns", "id,name", "--where", "id > 40", "--limit", "3"],
+    ],
+    ["rows --all", ["rows", "--table", "prices", "--columns", "id", "--where", "id > 40", "--limit", "2", "--all"]],
+    [
+      "rows --all --csv",
+      ["rows", "--table", "prices", "--version", "1", "--where", "id >= 29", "--all", "--limit", "1", "--csv"],
+    ],
+    ["rows --offset", ["rows", "--table", "prices", "--order-by", "id desc", "--limit", "2", "--offset", "5"]],
+    ["sql as JSON", ["sql", "--query", 'SELECT id, name FROM "prices" WHERE id <= 3 ORDER BY id']],
+    ["sql --csv", ["sql", "--query", 'SELECT id, name, price FROM "prices" ORDER BY id', "--limit", "4", "--csv"]],
+    ["sql refused", ["sql", "--query", "INSTALL httpfs"]],
+  ];
+  it.each(cases)("%s", async (_, args) => {
+    const withOrder = [args[0]!, "--order", orderId, ...args.slice(1)];
+    const [typescript, python] = await Promise.all([runCli(withOrder, cliEnv()), runPython(withOrder, cliEnv())]);
+    expect(python.code, python.stderr).toBe(typescript.code);
+    if (typescript.code === 0) {
+      expect(python.stdout).toBe(typescript.stdout);
+      return;
+    }
+    // The API's `q` is the command's --query.
+    expect(typescript.stderr).toMatch(/^The API refused: invalid_sql: --query: only one read-only query/);
+    const withoutRequest = (stderr: string) => stderr.replace(/ \(request [\w-]+\)/, "");
+    expect(withoutRequest(python.stderr)).toBe(withoutRequest(typescript.stderr));
+  });
+
+  it("on a terminal: the aligned table, its count and where more rows follow", async () => {
+    const args = ["rows", "--order", orderId, "--table", "prices", "--columns", "id,name", "--limit", "2"];
+    const pty = "import os, pty, sys; sys.exit(os.waitstatus_to_exitcode(pty.spawn(sys.argv[1:])))";
+    const script = path.resolve("clients/python/dataset_access.py");
+    const python = await promisify(execFile)("python3", ["-c", pty, "python3", script, ...args], {
+      env: { ...process.env, ...cliEnv() },
+    });
+    const typescript = await runCliOnTerminal(args, cliEnv());
+    expect(python.stdout).toBe(typescript.stdout);
+    expect(python.stdout).toContain("More rows follow: --offset 2 (or --all).");
   });
 });

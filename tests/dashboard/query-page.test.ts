@@ -128,6 +128,8 @@ describe("the Query page's action", { timeout: 60_000 }, () => {
 
     const refused = await runQuery(owner.cookie, owner.orderId, "COPY products TO '/tmp/out.csv'");
     expect(refused).toMatchObject({ ok: false, code: "invalid_sql" });
+    // The page's one text box is not named by the API's parameter (q): the refusal is a sentence.
+    expect(refused.error).toMatch(/^Only one read-only query is allowed/);
     expect(refused.history![0]).toMatchObject({
       sql: "COPY products TO '/tmp/out.csv'",
       rows: null,

@@ -51,12 +51,15 @@ describe("the temporary root", () => {
     await expect(privateTempRoot(settingsFor(link))).rejects.toThrow(/it is a symbolic link/);
   });
 
-  it.runIf(isRoot)("is refused when another user owns it, even with mode 0700", async () => {
-    const root = path.join(base, "nobodys");
-    await fs.mkdir(root, { mode: 0o700 });
-    await fs.chown(root, 65534, 65534);
-    await expect(privateTempRoot(settingsFor(root))).rejects.toThrow(/belongs to user id 65534/);
-  });
+  it.runIf(isRoot)(
+    `is refused when another user owns it, even with mode 0700${isRoot ? "" : " (skipped: needs root)"}`,
+    async () => {
+      const root = path.join(base, "nobodys");
+      await fs.mkdir(root, { mode: 0o700 });
+      await fs.chown(root, 65534, 65534);
+      await expect(privateTempRoot(settingsFor(root))).rejects.toThrow(/belongs to user id 65534/);
+    },
+  );
 
   it("makes `npm start` and `npm run worker` refuse to start, with a message naming DATASET_TEMP_DIR", async () => {
     const root = path.join(base, "hostile");

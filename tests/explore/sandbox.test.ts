@@ -354,7 +354,8 @@ describe("sql", () => {
       "query_timeout",
       /narrow it/,
     ],
-    ["SELECT * FROM", 400, "invalid_sql", /syntax error/],
+    // The API names the SQL by its parameter, q (lib/errors.ts inputMessage).
+    ["SELECT * FROM", 400, "invalid_sql", /^q: syntax error/],
     [`SELECT '${"x".repeat(8001)}'`, 400, "invalid_sql", /at most 8000/],
   ])("%s is refused", async (q, status, code, detail) => {
     await refused(await sql(q), status, code, detail);
@@ -368,8 +369,10 @@ describe("sql", () => {
   it("answers 409 once the order is refunded", async () => {
     await db().order.update({ where: { id: orderId }, data: { status: "refunded" } });
     try {
-      await refused(await sql("SELECT 1"), 409, "order_not_delivered", /refunded/);
-      await refused(await rows({}), 409, "order_not_delivered", /refunded/);
+      // Rows and SQL read tables: no word of downloading files.
+      const tables = /is refunded; tables can be read \(rows, SQL, subsets\) only from delivered orders\.$/;
+      await refused(await sql("SELECT 1"), 409, "order_not_delivered", tables);
+      await refused(await rows({}), 409, "order_not_delivered", tables);
     } finally {
       await db().order.update({ where: { id: orderId }, data: { status: "delivered" } });
     }

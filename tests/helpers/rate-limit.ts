@@ -9,3 +9,12 @@ export async function startOfAFixedWindow(needMs = 20_000, windowSeconds = 60): 
   const left = windowMs - (Date.now() % windowMs);
   if (left < needMs) await new Promise((resolve) => setTimeout(resolve, left + 50));
 }
+
+/**
+ * A test's title saying why it is skipped when REDIS_URL is unset, the one reason such a test may
+ * skip: the reporter lists skipped tests by title. With REDIS_URL set the test runs, and an
+ * unreachable Redis fails it.
+ */
+export function needingRedis(title: string): string {
+  return process.env.REDIS_URL ? title : `${title} (skipped: needs REDIS_URL)`;
+}

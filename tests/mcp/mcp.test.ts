@@ -373,6 +373,12 @@ describe("the tools, through the SDK's client", () => {
       { order_id: "ORDER_A", table: "products", since_version: 9007199254740991 },
       "invalid_request: Invalid since_version: since_version must be a whole number from 0 to 2147483647.",
     ],
+    // The query tool's SQL is its argument sql, not the API's parameter q.
+    [
+      "query",
+      { order_id: "ORDER_A", sql: "DROP TABLE products" },
+      "invalid_sql: sql: only one read-only query is allowed (a SELECT, or WITH … SELECT): nothing that writes, attaches, installs, loads, creates or sets.",
+    ],
   ])("wrong arguments of %s are named as /api/v1 names a bad parameter", async (name, raw, text) => {
     const args = JSON.parse(JSON.stringify(raw).replaceAll("ORDER_A", f.orderA));
     const result = await client.callTool({ name, arguments: args });

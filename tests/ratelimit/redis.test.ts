@@ -5,12 +5,13 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi, t
 import { LIMIT, countAllowed, freezeTime, limiterFor, slidingWindowBehaviour, uniquePrefix } from "./helpers";
 import type { Logger } from "pino";
 import { logger } from "@/lib/log";
+import { needingRedis } from "@/tests/helpers/rate-limit";
 
 const redisUrl = process.env.REDIS_URL;
 
 // The only allowed skip: no REDIS_URL. With it set, an unreachable Redis fails every test, and
 // a check answered by the in-process fallback instead of Redis fails the test (it logs a warning).
-describe.skipIf(!redisUrl)("plain Redis (REDIS_URL)", () => {
+describe.skipIf(!redisUrl)(needingRedis("plain Redis (REDIS_URL)"), () => {
   const env = { REDIS_URL: redisUrl };
   let admin: IORedis;
   let warn: MockInstance<Logger["warn"]>;

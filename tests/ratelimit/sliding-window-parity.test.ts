@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { remoteBackend } from "@/lib/ratelimit/backends";
 import { ExpiringBlockCache, InProcessSlidingWindow } from "@/lib/ratelimit/sliding-window";
 import { limiterHeap } from "@/tests/helpers/heap";
+import { needingRedis } from "@/tests/helpers/rate-limit";
 
 const redisUrl = process.env.REDIS_URL;
 
@@ -15,7 +16,7 @@ const redisUrl = process.env.REDIS_URL;
  * the app runs it) and through lib/ratelimit/sliding-window.ts give the same success, remaining,
  * reset and limit at every step. Only Date is faked; Redis is real.
  */
-describe.skipIf(!redisUrl)("the in-process sliding window against @upstash/ratelimit on Redis", () => {
+describe.skipIf(!redisUrl)(needingRedis("the in-process sliding window against @upstash/ratelimit on Redis"), () => {
   const prefix = `test:ratelimit:parity:${randomUUID()}`;
   let admin: IORedis;
 

@@ -1,7 +1,12 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { db } from "../../lib/db/client";
 import { createShareLink } from "../../lib/share-links";
-import { listSecurityEvents, securityEventsCsv, type SecurityEventView } from "../../lib/security/log";
+import {
+  listSecurityEvents,
+  securityEventsCsv,
+  shareCreatedDetail,
+  type SecurityEventView,
+} from "../../lib/security/log";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";
 import { startServer, type TestServer } from "../helpers/server";
@@ -20,7 +25,7 @@ afterAll(async () => {
 it("counts a share link's opens in one row, with the address the server saw, never one the client claims", async () => {
   const account = await buyer("security-share");
   const shared = await order(account.id, { name: "Prices" });
-  const link = await createShareLink({ buyerId: account.id, orderId: shared.id, expiry: 7 });
+  const link = await createShareLink({ buyerId: account.id, orderId: shared.id, expiry: 7, label: "for Acme" });
   for (let i = 0; i < 3; i++) {
     const response = await fetch(`${server.url}/share/${link.token}`, {
       headers: { "X-Dataset-Access-Client-Ip": "203.0.113.9" },
@@ -29,7 +34,13 @@ it("counts a share link's opens in one row, with the address the server saw, nev
   }
   const [opened, ...others] = await listSecurityEvents(account.id, { kind: "share_opened" });
   expect(others).toEqual([]);
-  expect(opened).toMatchObject({ count: 3, actor: "system", detail: "Share link of “Prices”" });
+  // Opened by whoever holds the link: the log names the link, not "System".
+  expect(opened).toMatchObject({
+    count: 3,
+    actor: "share_link",
+    actorName: "Share link “for Acme”",
+    detail: "Share link of “Prices”",
+  });
   expect(opened!.ip).toBe("127.0.0.1");
 });
 
@@ -49,6 +60,7 @@ it("exports CSV whose cells cannot run as spreadsheet formulas", () => {
     id: "sev_1",
     kind: "key_created",
     actor: "session",
+    actorName: "You (dashboard)",
     ip: "127.0.0.1",
     detail: '=HYPERLINK("http://evil")',
     count: 1,
@@ -71,4 +83,12 @@ it("refuses a share link for an order that is not delivered, and records nothing
     );
   }
   expect(await db().shareLink.count({ where: { order: { buyerId: account.id } } })).toBe(0);
+});
+
+it("writes a share link's expiry as the log writes its dates, not as ISO text", () => {
+  const expiresAt = new Date("2026-12-09T08:30:00.000Z");
+  expect(shareCreatedDetail("Prices", "for Acme", expiresAt)).toBe(
+    "Share link of “Prices” (for Acme), expires 2026-12-09 08:30 UTC",
+  );
+  expect(shareCreatedDetail("Prices", null, null)).toBe("Share link of “Prices”, never expires");
 });

@@ -14,8 +14,6 @@ import {
 
 export const metadata: Metadata = { title: "Security log" };
 
-const ACTORS: Record<string, string> = { session: "You (dashboard)", operator: "Operator", system: "System" };
-
 export default async function SecurityLogPage({ searchParams }: { searchParams: Promise<{ kind?: string }> }) {
   const buyer = await requireBuyer("/security");
   const requested = (await searchParams).kind;
@@ -79,7 +77,7 @@ export default async function SecurityLogPage({ searchParams }: { searchParams: 
               </div>
               <p className="break-words text-slate-700">{event.detail}</p>
               <p className="text-xs text-slate-500">
-                {ACTORS[event.actor] ?? event.actor}
+                {event.actorName}
                 {event.ip ? ` · ${event.ip}` : ""}
                 {event.count > 1 ? ` · ${event.count} times, last ${formatDate(event.lastAt)}` : ""}
               </p>

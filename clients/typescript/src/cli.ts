@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { createClient, type DatasetAccessClient, type FileDownload, type Order, type Table } from "./client.js";
 import {
@@ -22,7 +23,7 @@ import { changes, printChangesReport } from "./changes.js";
 import { formatQualityReport, qualityOf } from "./quality.js";
 import { sync, type RefundedOrder, type SyncReport } from "./sync.js";
 import { countOf, forTerminal } from "./terminal.js";
-import { USAGE, UsageError } from "./usage.js";
+import { USAGE, USAGE_LINE, UsageError } from "./usage.js";
 import { rowsCommand, sqlCommand } from "./cli-explore.js";
 
 /** Exit codes, as the README documents them. */
@@ -210,7 +211,54 @@ async function downloadFiles(
   return report;
 }
 
+/** The API's query parameters a detail starts with (`q: the query is empty.`), as this command's flags. */
+const FLAG_OF_PARAMETER: Record<string, string> = {
+  q: "--query",
+  where: "--where",
+  columns: "--columns",
+  order_by: "--order-by",
+};
+
+/** A detail of the API naming the flag the buyer typed rather than the query parameter it became. */
+function namingFlags(detail: string): string {
+  return detail.replace(/^(\w+): /, (whole, name: string) =>
+    Object.hasOwn(FLAG_OF_PARAMETER, name) ? `${FLAG_OF_PARAMETER[name]}: ` : whole,
+  );
+}
+
+const COMMANDS = ["orders", "download", "sync", "tables", "changes", "quality", "rows", "sql"];
+
+/** The package's version, from its package.json (beside dist/ and src/ alike). */
+function packageVersion(): string {
+  const packageJson = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
+    version: string;
+  };
+  return packageJson.version;
+}
+
+/** The server and the key come from the environment: the command has no flag for either (a key on a command line is logged). */
+function clientSettings(): void {
+  if (!process.env.DATASET_ACCESS_URL)
+    throw new UsageError("No server URL: set DATASET_ACCESS_URL to the site's address, e.g. https://data.example.com.");
+  if (!process.env.DATASET_ACCESS_KEY)
+    throw new UsageError("No API key: set DATASET_ACCESS_KEY to an API key with datasets:read.");
+}
+
+/** node:util parseArgs's own refusals: each a usage error (exit 2), never a stack trace. */
+function parseError(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== "string" || !code.startsWith("ERR_PARSE_ARGS_")) return undefined;
+  // Node's messages add advice about "--" after the first sentence: the first says what is wrong.
+  const message = (error as Error).message;
+  return message.match(/^.*?[.!](?=\s|$)/)?.[0] ?? `${message}.`;
+}
+
 async function main(argv: string[]): Promise<number> {
+  // `--version` alone (quality's --version takes a number) or -V, as the first argument.
+  if (argv[0] === "--version" || argv[0] === "-V") {
+    console.log(`dataset-access ${packageVersion()}`);
+    return EXIT.ok;
+  }
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -244,6 +292,8 @@ async function main(argv: string[]): Promise<number> {
   }
   const json = values.json || !process.stdout.isTTY;
   const format = formatOption(values.format);
+  if (!COMMANDS.includes(command)) throw new UsageError(`Unknown command "${command}".`);
+  clientSettings();
   const client: DatasetAccessClient = createClient({
     renditionWaitMs: secondsOption(values["rendition-wait"]),
     onWait: ({ reason, ms }) => {
@@ -337,25 +387,21 @@ async function main(argv: string[]): Promise<number> {
       return rowsCommand(client, values, { json, csv: values.csv });
     case "sql":
       return sqlCommand(client, values, { json, csv: values.csv });
-    default:
-      throw new UsageError(`Unknown command "${command}".`);
   }
+  throw new UsageError(`Unknown command "${command}".`);
 }
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
-    if (error instanceof UsageError || (error instanceof Error && /^No (server URL|API key)/.test(error.message))) {
-      console.error(`${error.message}\n\n${USAGE}`);
-      process.exit(EXIT.usage);
-    }
-    if ((error as { code?: string }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
-      console.error(`${(error as Error).message}\n\n${USAGE}`);
+    const usage = error instanceof UsageError ? error.message : parseError(error);
+    if (usage !== undefined) {
+      console.error(`${forTerminal(usage)}\n${USAGE_LINE}`);
       process.exit(EXIT.usage);
     }
     if (error instanceof DatasetAccessError) {
       console.error(
-        `The API refused: ${forTerminal(error.code)}: ${forTerminal(error.detail)}${error.requestId ? ` (request ${forTerminal(error.requestId)})` : ""}`,
+        `The API refused: ${forTerminal(error.code)}: ${forTerminal(namingFlags(error.detail))}${error.requestId ? ` (request ${forTerminal(error.requestId)})` : ""}`,
       );
       process.exit(EXIT.refused);
     }

@@ -36,10 +36,14 @@ Options:
   --json                print a JSON report on stdout (the default when stdout is not a terminal)
   --csv                 rows, sql: print the rows as CSV (a header line, then one line a row)
   -h, --help            this help
+  -V, --version         the command's version
 
 Environment: DATASET_ACCESS_KEY (an API key with datasets:read), DATASET_ACCESS_URL (the server).
 Exit codes: 0 done; 1 some files failed, or were refused as unsafe (see the report), or the one
 FILE named has no rendition in F, or changes stopped before a version not passed; 2 usage; 3 refused by the API; 4 network.`;
 
-/** A command line the command cannot run: its message, then the help. */
+/** What a command line the command cannot run gets after its one line of error (the help is --help's). */
+export const USAGE_LINE = "Usage: dataset-access <command> [options] (dataset-access --help lists them)";
+
+/** A command line the command cannot run: its message, then USAGE_LINE, exit code 2. */
 export class UsageError extends Error {}

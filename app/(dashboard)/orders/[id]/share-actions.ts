@@ -5,7 +5,7 @@ import { buyerAction } from "@/lib/auth/buyer-action";
 import { isTypedId } from "@/lib/ids";
 import { createShareLink, revokeShareLink, shareLinkExpirySchema, shareLinkLabelSchema } from "@/lib/share-links";
 import { sessionActor } from "@/lib/security/client";
-import { recordSecurityEvent } from "@/lib/security/log";
+import { recordSecurityEvent, shareCreatedDetail } from "@/lib/security/log";
 import { siteOrigin } from "@/lib/site";
 
 /** Share-link mutations of an order page (session, validation and CSRF: see buyerAction). */
@@ -24,7 +24,7 @@ export const createShareLinkAction = buyerAction(
     const link = await createShareLink({ buyerId, orderId, expiry, label });
     await recordSecurityEvent(buyerId, "share_created", await sessionActor(), {
       id: link.id,
-      detail: `Share link of “${link.orderName}”${label ? ` (${label})` : ""}, ${link.expiresAt ? `expires ${link.expiresAt.toISOString()}` : "never expires"}`,
+      detail: shareCreatedDetail(link.orderName, label ?? null, link.expiresAt),
     });
     return { ok: true, url: `${await siteOrigin()}/share/${link.token}` };
   },
