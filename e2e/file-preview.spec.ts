@@ -167,6 +167,18 @@ test("a share link shows the same preview, for its own order only while it works
   expect(pending.status()).toBe(303);
   expect(pending.headers().location).toMatch(new RegExp(`/share/${link.token}\\?preparing=${fileId}&format=jsonl$`));
   expect((await guest.request.get(`${files}?format=xlsx`, { maxRedirects: 0 })).status()).toBe(404);
+  // The page's own script asks for JSON and gets the API's answers: 202 with Retry-After while it is
+  // being made (asked a moment after the first request: the worker has not made it yet), then the
+  // signed link to start the download from (the CSV is the file itself, so it is ready at once).
+  const json = { headers: { Accept: "application/json" }, maxRedirects: 0 };
+  const waiting = await guest.request.get(`${files}?format=jsonl`, json);
+  expect(waiting.status()).toBe(202);
+  expect(waiting.headers()["retry-after"]).toBe("5");
+  expect((await waiting.json()).code).toBe("rendition_pending");
+  const ready = await guest.request.get(`${files}?format=csv`, json);
+  expect(ready.status()).toBe(200);
+  const { url } = (await ready.json()) as { url: string };
+  expect((await guest.request.get(url)).ok()).toBe(true);
 
   // Revoked while the second page is open: its preview is refused, not shown.
   await revokeShareLink(account.id, link.id);
