@@ -197,7 +197,7 @@ export async function updateDestination(buyerId: string, destinationId: string, 
   const kept = givesSecret ? undefined : openSecrets(current.secretsSealed, secretBinding(current.id, currentPlace));
   const { settings, destination } = await checkedInput(buyerId, input, kept);
   if (!givesSecret && secretAddress(destination) !== secretAddress(currentPlace)) {
-    throw new AppError("invalid_argument", SECRET_NEEDED_AGAIN[input.type]);
+    throw new SettingError(SECRET_NEEDED_AGAIN[input.type], "secret");
   }
   await db().exportDestination.update({
     where: { id: current.id },
