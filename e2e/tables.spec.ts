@@ -180,6 +180,14 @@ test("a buyer sees a table's versions, what each changed, previews it and its ch
     }
   }
   await expect(versions.nth(1).getByText("Change file", { exact: true })).toBeVisible();
+  // On a phone too: one Preview for the table (not another for its part), grey old -> new values.
+  await expect(table.getByRole("button", { name: /^Preview prices/ })).toHaveCount(1);
+  await versions.nth(1).getByRole("button", { name: "Preview changes of prices version 2" }).click();
+  const phoneChanges = page.getByRole("dialog", { name: "Preview of changes of prices version 2" });
+  await expectNeutral(phoneChanges.getByTestId("change-row").nth(2).locator("del"));
+  await expectNeutral(phoneChanges.getByTestId("change-row").nth(2).locator("ins"));
+  await expectNoAxeViolations(page, "change preview open, phone width");
+  await page.keyboard.press("Escape");
   // At phone width too a change file not made yet downloads in place.
   const jsonl = await downloadInPlace(
     page,
