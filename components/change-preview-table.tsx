@@ -50,17 +50,20 @@ export function ChangePreviewTable({
   );
 }
 
-/** A value, or an updated one as old -> new (read out as "was ..., now ..."). */
+/**
+ * A value, or an updated one as old -> new (read out as "was ..., now ..."): struck-through grey,
+ * then bold. No red and green: an update is neither bad nor good (`true -> false` is just a change).
+ */
 function ChangedValue({ value }: { value: ChangeValue }) {
   if ("value" in value) return <PreviewValue value={value.value} />;
   return (
     <span className="inline-flex items-center gap-1 whitespace-nowrap">
-      <del className="text-red-800">
+      <del className="text-slate-600">
         <span className="sr-only">was </span>
         <PreviewValue value={value.old} inline />
       </del>
       <span aria-hidden>→</span>
-      <ins className="font-semibold text-green-800 no-underline">
+      <ins className="font-semibold text-slate-900 no-underline">
         <span className="sr-only">, now </span>
         <PreviewValue value={value.new} inline />
       </ins>

@@ -27,7 +27,8 @@ export function DailyBars({ days, series, unit }: { days: BarDay[]; series: BarS
   return (
     <div className="h-40 w-full" aria-hidden="true" data-testid="daily-bars">
       <ResponsiveContainer width="100%" height="100%">
-        <BarChart data={days} margin={{ top: 4, right: 4, bottom: 0, left: 0 }}>
+        {/* No keyboard layer: the box is aria-hidden (the sentence and the numbers table stand for it), so nothing in it may take the focus. */}
+        <BarChart data={days} margin={{ top: 4, right: 4, bottom: 0, left: 0 }} accessibilityLayer={false}>
           <CartesianGrid vertical={false} stroke="#e2e8f0" />
           <XAxis
             dataKey="day"

@@ -1,4 +1,5 @@
 import { CopyButton } from "./copy-button";
+import { DownloadLink } from "./download-link";
 import { FilePreview } from "./file-preview";
 import { FileProfile, FORMAT_LABELS } from "./file-profile";
 import { isOwnFormat, RENDITION_FORMATS } from "@/lib/data-formats";
@@ -23,8 +24,11 @@ export function FileCard({
   file: OrderFile;
   downloadable: boolean;
   href: string;
-  /** The file's first rows (a server action bound to the page's own access: the session or the share link). */
-  loadPreview: () => Promise<PreviewResult>;
+  /**
+   * The file's first rows (a server action bound to the page's own access: the session or the share
+   * link). None for a table's part: the table's own preview shows its parts' rows, so one Preview a table.
+   */
+  loadPreview?: () => Promise<PreviewResult>;
 }) {
   return (
     <li className="flex flex-col gap-3 p-4 sm:flex-row sm:items-start" data-testid="file-row">
@@ -50,7 +54,9 @@ export function FileCard({
         {downloadable && <OtherFormats file={file} href={href} />}
       </div>
       <div className="flex flex-wrap gap-2">
-        {downloadable && file.profile_status === "ready" && <FilePreview fileName={file.name} load={loadPreview} />}
+        {downloadable && loadPreview && file.profile_status === "ready" && (
+          <FilePreview fileName={file.name} load={loadPreview} />
+        )}
         {downloadable ? (
           // A plain link: the download is a redirect to a signed URL, not a page.
 
@@ -74,8 +80,8 @@ export function FileCard({
 
 /**
  * Download links of a profiled file's data in the formats it is not in (a gzipped CSV's "CSV" would
- * be the original again), except a rendition that could not be made. No `download` attribute: a
- * rendition still being made sends the browser back to the order page, which must open as a page.
+ * be the original again), except a rendition that could not be made. One still being made is waited
+ * for in place (DownloadLink); without script the route sends the browser back to the page.
  */
 function OtherFormats({ file, href }: { file: OrderFile; href: string }) {
   if (file.profile_status !== "ready") return null;
@@ -93,11 +99,15 @@ function OtherFormats({ file, href }: { file: OrderFile; href: string }) {
           (rendition) => rendition.format === format && rendition.status === "ready",
         )?.size;
         return (
-          <a key={format} href={`${href}?format=${format}`} className={`${buttonClass("secondary", "sm")} gap-1`}>
+          <DownloadLink
+            key={format}
+            href={`${href}?format=${format}`}
+            className={`${buttonClass("secondary", "sm")} gap-1`}
+          >
             <span className="sr-only">Download {file.name} as </span>
             {FORMAT_LABELS[format]}
             {size != null && <span className="font-normal text-slate-600">{` (${formatBytes(size)})`}</span>}
-          </a>
+          </DownloadLink>
         );
       })}
     </div>

@@ -53,7 +53,12 @@ export function FilePreview({
           changes && changesOf(result.preview) ? (
             <ChangePreviewTable changed={changesOf(result.preview)!} preview={result.preview} fileName={fileName} />
           ) : filter ? (
-            <TableFilterBar tableName={fileName} columns={result.preview.columns} run={filter}>
+            <TableFilterBar
+              tableName={fileName}
+              columns={result.preview.columns}
+              firstRow={result.preview.rows[0]}
+              run={filter}
+            >
               <PreviewTable preview={result.preview} fileName={fileName} />
             </TableFilterBar>
           ) : (

@@ -22,7 +22,8 @@ const PUBLIC_LINKS = [
 /**
  * The header's navigation: inline from the `lg` breakpoint up; on a phone one "Menu" button that
  * opens the same links as a list, so the header stays one row. A share page's visitor may have no
- * account, so it does not offer them "Sign in".
+ * account, so it does not offer them "Sign in"; nor does the sign-in confirm page, whose own Sign in
+ * button is the one to press (the header's looked the same and led back to the form).
  */
 export function MainNav({ buyerEmail }: { buyerEmail?: string }) {
   const pathname = usePathname() ?? "";
@@ -35,7 +36,7 @@ export function MainNav({ buyerEmail }: { buyerEmail?: string }) {
       </span>
       <SignOutButton />
     </>
-  ) : pathname.startsWith("/share/") ? null : (
+  ) : pathname.startsWith("/share/") || pathname.startsWith("/signin/confirm") ? null : (
     <Link href="/signin" className={buttonClass("primary", "sm")}>
       Sign in
     </Link>

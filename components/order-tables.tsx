@@ -1,3 +1,4 @@
+import { DownloadLink } from "./download-link";
 import { FileCard, type OrderFile } from "./file-card";
 import { FilePreview } from "./file-preview";
 import { QualityBadge, QualityReport } from "./quality-report";
@@ -25,7 +26,6 @@ export function OrderTables({
   downloadHref,
   loadPreview,
   filterRows,
-  loadFilePreview,
   loadChangesPreview,
   history,
   preparing,
@@ -39,8 +39,6 @@ export function OrderTables({
   loadPreview: (table: string) => () => Promise<PreviewResult>;
   /** The table's rows through the preview's filter bar (a server action bound to the page's own access). */
   filterRows: (table: string) => (filter: TableFilter) => Promise<RowsResult>;
-  /** A part's first rows, as for any file. */
-  loadFilePreview: (fileId: string) => () => Promise<PreviewResult>;
   /** A change file's first rows; without it no version history is shown (a share page shows current versions). */
   loadChangesPreview?: (fileId: string) => () => Promise<PreviewResult>;
   history: boolean;
@@ -108,7 +106,6 @@ export function OrderTables({
               parts={files.filter((file) => file.table?.name === table.name)}
               downloadable={downloadable}
               downloadHref={downloadHref}
-              loadFilePreview={loadFilePreview}
             />
             {history && table.versions.length > 0 && (
               <VersionHistory
@@ -127,20 +124,18 @@ export function OrderTables({
 
 /**
  * A table's parts as the order lists them: a snapshot's current version (and any publication under
- * way), an append table's every version.
+ * way), an append table's every version. Downloads only: the table's preview above shows their rows.
  */
 function TableParts({
   table,
   parts,
   downloadable,
   downloadHref,
-  loadFilePreview,
 }: {
   table: TableSummary;
   parts: OrderFile[];
   downloadable: boolean;
   downloadHref: (fileId: string) => string;
-  loadFilePreview: (fileId: string) => () => Promise<PreviewResult>;
 }) {
   if (parts.length === 0) return null;
   return (
@@ -153,13 +148,7 @@ function TableParts({
         aria-label={`Parts of ${table.name}`}
       >
         {parts.map((part) => (
-          <FileCard
-            key={part.id}
-            file={part}
-            downloadable={downloadable}
-            href={downloadHref(part.id)}
-            loadPreview={loadFilePreview(part.id)}
-          />
+          <FileCard key={part.id} file={part} downloadable={downloadable} href={downloadHref(part.id)} />
         ))}
       </ul>
     </div>
@@ -293,16 +282,23 @@ function ChangeFileLinks({
   const label = `changes of ${table} version ${version.version}`;
   return (
     <div className="flex flex-wrap items-center gap-x-3 gap-y-1 lg:flex-nowrap lg:whitespace-nowrap">
-      {RENDITION_FORMATS.map((format) => (
-        <a
-          key={format}
-          href={format === "parquet" ? href : `${href}?format=${format}`}
-          className={linkClass}
-          aria-label={`Download ${label} as ${FORMAT_LABELS[format]}`}
-        >
-          {FORMAT_LABELS[format]}
-        </a>
-      ))}
+      {RENDITION_FORMATS.map((format) =>
+        // Parquet is the change file itself; CSV and JSON Lines are made on first request, waited for in place.
+        format === "parquet" ? (
+          <a key={format} href={href} className={linkClass} aria-label={`Download ${label} as Parquet`}>
+            {FORMAT_LABELS[format]}
+          </a>
+        ) : (
+          <DownloadLink
+            key={format}
+            href={`${href}?format=${format}`}
+            className={linkClass}
+            label={`Download ${label} as ${FORMAT_LABELS[format]}`}
+          >
+            {FORMAT_LABELS[format]}
+          </DownloadLink>
+        ),
+      )}
       {loadChangesPreview && <FilePreview fileName={label} load={loadChangesPreview(version.changeFileId)} changes />}
     </div>
   );

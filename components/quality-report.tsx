@@ -12,14 +12,64 @@ const STATUS = {
   released: { tone: "slate", label: "Released" },
 } as const;
 
-const OUTCOME_TONES = { passed: "text-green-800", warned: "text-amber-800", held: "text-red-800" } as const;
+const OUTCOME = {
+  passed: { label: "Passed", tone: "text-green-800" },
+  warned: { label: "Warned", tone: "text-amber-800" },
+  held: { label: "Held", tone: "text-red-800" },
+} as const;
+const LEVEL_LABELS: Record<Check["level"], string> = { hold: "Holds the version", warn: "Warns" };
 
-/** A check's value and threshold as its kind reads: a row count, a PSI, or a fraction as a percentage. */
-function checkFigure(name: Check["name"], value: number): string {
-  if (name === "row_count_zero") return count(value);
-  if (name === "distribution_shift") return decimal(value);
-  return percent(value);
-}
+const points = (value: number) => `${(Math.abs(value) * 100).toFixed(1)} points`;
+/** A drop as a fraction: positive is fewer, negative more (a table that grew), 0 none. */
+const drop = (value: number, what: string) =>
+  value === 0 ? "no change" : `${percent(Math.abs(value))} ${value > 0 ? "fewer" : "more"} ${what}`;
+
+/**
+ * Each check in words (docs/tables.md has the checks table): what it measures, the version's
+ * figure and the threshold past which it warns or holds, each as its kind reads.
+ */
+const CHECKS: Record<Check["name"], { label: string; value: (value: number) => string; limit: (t: number) => string }> =
+  {
+    row_count_zero: {
+      label: "Rows in the version",
+      value: (value) => `${count(value)} rows`,
+      limit: (threshold) => `${count(threshold)} rows or fewer`,
+    },
+    row_count_drop: {
+      label: "Rows lost since the previous version",
+      value: (value) => drop(value, "rows"),
+      limit: (threshold) => `over ${percent(threshold)} fewer`,
+    },
+    deleted_fraction: {
+      label: "Rows deleted",
+      value: (value) => `${percent(value)} of the previous rows`,
+      limit: (threshold) => `over ${percent(threshold)}`,
+    },
+    null_fraction_increase: {
+      label: "More empty values (nulls)",
+      value: (value) => (value === 0 ? "no change" : `${value > 0 ? "up" : "down"} ${points(value)}`),
+      limit: (threshold) => `up over ${points(threshold)}`,
+    },
+    distinct_drop: {
+      label: "Distinct values lost",
+      value: (value) => drop(value, "distinct values"),
+      limit: (threshold) => `over ${percent(threshold)} fewer`,
+    },
+    distribution_shift: {
+      label: "Shift of the values (PSI)",
+      value: (value) => decimal(value),
+      limit: (threshold) => `over ${decimal(threshold)}`,
+    },
+  };
+
+const PSI_MEANING =
+  "PSI (population stability index) measures how far a column's values moved from the previous version's: " +
+  "under 0.1 little, 0.1 to 0.25 some, over 0.25 a lot.";
+
+/** The checks' columns from md up (header row and each check's values); below md each check is a card. */
+const CHECK_COLUMNS = "md:grid-cols-[minmax(0,2fr)_minmax(0,1fr)_minmax(0,1.5fr)_minmax(0,1.5fr)_minmax(0,1.2fr)_5rem]";
+/** A value's label: beside it in a card, for screen readers only where the header row names the column. */
+const CHECK_LABEL = "font-medium text-slate-700 md:sr-only";
 
 /** A version's quality as a badge: passed green, warned amber, released slate with the operator's reason. */
 export function QualityBadge({ quality }: { quality: Quality }) {
@@ -77,59 +127,38 @@ export function QualityReport({
             No report was kept for this version (it was made before versions were checked).
           </p>
         )}
-        {checks.length > 0 && (
-          <ScrollingTable label={`Checks of ${table} version ${version}`}>
-            <thead>
+        {checks.length > 0 && <CheckList label={`Checks of ${table} version ${version}`} checks={checks} />}
+        {report && report.columns.length > 0 && (
+          <ScrollingTable label={`Columns of ${table} version ${version}`}>
+            <thead className="border-b border-slate-200 bg-slate-50">
               <tr>
-                {["Check", "Column", "Value", "Threshold", "Level", "Outcome"].map((heading) => (
-                  <th key={heading} scope="col" className="pr-3 font-medium text-slate-700">
+                {["Column", "Type", "Nulls", "Nulls before", "Distinct", "PSI"].map((heading) => (
+                  <th key={heading} scope="col" className={`${CELL} font-medium text-slate-700`}>
                     {heading}
                   </th>
                 ))}
               </tr>
             </thead>
-            <tbody>
-              {checks.map((check, index) => (
-                <tr key={index} data-testid="quality-check">
-                  <th scope="row" className="pr-3 font-mono font-normal">
-                    {check.name}
+            <tbody className="divide-y divide-slate-100">
+              {report.columns.map((column) => (
+                <tr key={column.name} data-testid="quality-column">
+                  <th scope="row" className={`${CELL} font-mono font-normal`}>
+                    {column.name}
                   </th>
-                  <td className="pr-3 font-mono">{check.column ?? "—"}</td>
-                  <td className="pr-3 tabular-nums">{checkFigure(check.name, check.value)}</td>
-                  <td className="pr-3 tabular-nums">{checkFigure(check.name, check.threshold)}</td>
-                  <td className="pr-3">{check.level}</td>
-                  <td className={`pr-3 font-medium ${OUTCOME_TONES[check.outcome]}`}>{check.outcome}</td>
+                  <td className={`${CELL} font-mono`}>{column.type}</td>
+                  <td className={`${CELL} text-right tabular-nums`}>{percent(column.null_fraction)}</td>
+                  <td className={`${CELL} text-right tabular-nums`}>{percent(column.previous_null_fraction)}</td>
+                  <td className={`${CELL} text-right tabular-nums`}>{count(column.distinct)}</td>
+                  <td className={`${CELL} text-right tabular-nums`}>{decimal(column.psi)}</td>
                 </tr>
               ))}
             </tbody>
           </ScrollingTable>
         )}
-        {report && report.columns.length > 0 && (
-          <ScrollingTable label={`Columns of ${table} version ${version}`}>
-            <thead>
-              <tr>
-                {["Column", "Type", "Null", "Null before", "Distinct", "PSI"].map((heading) => (
-                  <th key={heading} scope="col" className="pr-3 font-medium text-slate-700">
-                    {heading}
-                  </th>
-                ))}
-              </tr>
-            </thead>
-            <tbody>
-              {report.columns.map((column) => (
-                <tr key={column.name} data-testid="quality-column">
-                  <th scope="row" className="pr-3 font-mono font-normal">
-                    {column.name}
-                  </th>
-                  <td className="pr-3 font-mono">{column.type}</td>
-                  <td className="pr-3 tabular-nums">{percent(column.null_fraction)}</td>
-                  <td className="pr-3 tabular-nums">{percent(column.previous_null_fraction)}</td>
-                  <td className="pr-3 tabular-nums">{count(column.distinct)}</td>
-                  <td className="pr-3 tabular-nums">{decimal(column.psi)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </ScrollingTable>
+        {(checks.some((check) => check.name === "distribution_shift") || (report?.columns.length ?? 0) > 0) && (
+          <p className="text-xs text-slate-600" data-testid="quality-psi-meaning">
+            {PSI_MEANING}
+          </p>
         )}
       </div>
     </details>
@@ -145,10 +174,58 @@ function rowsAgainstPrevious(report: Report): string {
   return `${count(report.rows)} (previous ${count(report.previous_rows)}, ${sign}${Math.abs(change * 100).toFixed(1)}%)`;
 }
 
+const CELL = "px-3 py-1.5";
+
+/** Every check: a card each below md (label beside value), lined up under one header row from md. */
+function CheckList({ label, checks }: { label: string; checks: Check[] }) {
+  return (
+    <div className="rounded-md border border-slate-200 text-xs">
+      <div
+        aria-hidden
+        className={`hidden gap-x-3 border-b border-slate-200 bg-slate-50 px-3 py-1.5 font-medium text-slate-700 md:grid ${CHECK_COLUMNS}`}
+      >
+        <span>Check</span>
+        <span>Column</span>
+        <span>This version</span>
+        <span>Threshold</span>
+        <span>Level</span>
+        <span>Outcome</span>
+      </div>
+      <ol aria-label={label} className="divide-y divide-slate-100">
+        {checks.map((check, index) => {
+          const about = CHECKS[check.name];
+          return (
+            <li key={index} className="px-3 py-2 md:py-1.5" data-testid="quality-check" data-check={check.name}>
+              <dl
+                className={`grid grid-cols-[6.5rem_minmax(0,1fr)] gap-x-3 gap-y-0.5 md:items-baseline ${CHECK_COLUMNS}`}
+              >
+                <dt className={CHECK_LABEL}>Check</dt>
+                <dd className="font-medium text-slate-900" data-testid="quality-check-name">
+                  {about.label}
+                </dd>
+                <dt className={CHECK_LABEL}>Column</dt>
+                <dd className="font-mono break-all">{check.column ?? "whole table"}</dd>
+                <dt className={CHECK_LABEL}>This version</dt>
+                <dd className="tabular-nums">{about.value(check.value)}</dd>
+                <dt className={CHECK_LABEL}>Threshold</dt>
+                <dd className="tabular-nums">{about.limit(check.threshold)}</dd>
+                <dt className={CHECK_LABEL}>Level</dt>
+                <dd>{LEVEL_LABELS[check.level]}</dd>
+                <dt className={CHECK_LABEL}>Outcome</dt>
+                <dd className={`font-medium ${OUTCOME[check.outcome].tone}`}>{OUTCOME[check.outcome].label}</dd>
+              </dl>
+            </li>
+          );
+        })}
+      </ol>
+    </div>
+  );
+}
+
 function ScrollingTable({ label, children }: { label: string; children: ReactNode }) {
   return (
     // Focusable, so the scrolling box can be scrolled with the keyboard.
-    <div className="overflow-x-auto rounded border border-slate-200 p-2" tabIndex={0} role="region" aria-label={label}>
+    <div className="overflow-x-auto rounded-md border border-slate-200" tabIndex={0} role="region" aria-label={label}>
       <table className="min-w-full text-left text-xs whitespace-nowrap">
         <caption className="sr-only">{label}</caption>
         {children}

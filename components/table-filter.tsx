@@ -1,6 +1,8 @@
 "use client";
 
 import { useId, useState, type FormEvent, type ReactNode } from "react";
+import type { Json } from "@/lib/engine/preview-values";
+import { whereExample } from "@/lib/dashboard/where-example";
 import type { RowsPage, RowsResult, TableFilter } from "@/lib/http/browser-explore";
 import { ResultGrid } from "./result-grid";
 import { Button, Notice, inputClass } from "./ui";
@@ -20,16 +22,20 @@ const count = (value: number) => value.toLocaleString("en-US");
  * (readTableRows: the whole current version, not just the preview's rows). Until a filter is
  * applied, or after it is cleared, `children` (the plain preview) shows. A refusal is shown as
  * the server words it, beside the field it is about: invalid_filter names the offending token,
- * unknown_column the name.
+ * unknown_column the name. Rows are only ever those of the last answer: after a refusal none show,
+ * so no earlier filter's rows stand under an error as if they matched.
  */
 export function TableFilterBar({
   tableName,
   columns,
+  firstRow,
   run,
   children,
 }: {
   tableName: string;
   columns: { name: string; type: string }[];
+  /** The preview's first row: the where field's example uses its values. */
+  firstRow?: Json[];
   run: (filter: TableFilter) => Promise<RowsResult>;
   children: ReactNode;
 }) {
@@ -50,7 +56,10 @@ export function TableFilterBar({
     if (result.ok) {
       setRefusal(undefined);
       setShown({ page: result.page, offset, filter });
-    } else setRefusal(result);
+    } else {
+      setRefusal(result);
+      setShown(undefined);
+    }
   }
 
   function apply(event: FormEvent) {
@@ -123,7 +132,7 @@ export function TableFilterBar({
             id={`${id}-where`}
             value={where}
             onChange={(event) => setWhere(event.target.value)}
-            placeholder="city = 'Lyon' AND price > 10"
+            placeholder={whereExample(columns, firstRow)}
             spellCheck={false}
             aria-invalid={whereError ? true : undefined}
             aria-describedby={`${whereError ? `${id}-where-error ` : ""}${id}-where-hint`}
@@ -158,7 +167,11 @@ export function TableFilterBar({
         </div>
       </form>
       {otherError && <Notice tone="error">{otherError}</Notice>}
-      {shown ? (
+      {refusal ? (
+        <p className="text-sm text-slate-600" data-testid="filtered-none">
+          No rows shown: fix the filter above, or clear it to see the preview again.
+        </p>
+      ) : shown ? (
         <FilteredRows
           tableName={tableName}
           shown={shown}

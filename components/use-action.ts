@@ -12,17 +12,23 @@ export function useAction() {
   const router = useRouter();
   const [pending, startTransition] = useTransition();
   const [error, setError] = useState<string>();
+  /** The form field the last refusal named, if it named one. */
+  const [errorField, setErrorField] = useState<string>();
   function run<Value>(action: () => Promise<ActionResult<Value>>, onDone: (result: Value) => void) {
     setError(undefined);
+    setErrorField(undefined);
     startTransition(async () => {
       const result = await action().catch((): ActionResult<Value> => ({
         ok: false,
         error: "The server could not do that. Try again.",
       }));
-      if (!result.ok) return setError(result.error);
+      if (!result.ok) {
+        setErrorField(result.field);
+        return setError(result.error);
+      }
       onDone(result);
       router.refresh();
     });
   }
-  return { pending, error, run, clearError: () => setError(undefined) };
+  return { pending, error, errorField, run, clearError: () => (setError(undefined), setErrorField(undefined)) };
 }

@@ -2,6 +2,7 @@
 
 import { useSyncExternalStore } from "react";
 import { Bar, CartesianGrid, ComposedChart, Legend, Line, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
+import { sharedScale } from "@/lib/dashboard/chart-scale";
 import type { VersionPoint } from "@/lib/tables/quality-views";
 
 const SERIES = [
@@ -10,13 +11,17 @@ const SERIES = [
   { key: "deleted", label: "Deleted", color: "#dc2626" },
 ] as const;
 const ROWS_COLOR = "#1d4ed8";
+/** The legend in reading order (recharts sorts it by name otherwise): the line, then the bars as stacked. */
+const LEGEND_ORDER = ["rows", ...SERIES.map(({ key }) => key)];
+const AXIS_TITLE = { angle: -90, fontSize: 11, fill: "#475569" } as const;
 
 const count = (value: number) => value.toLocaleString("en-US");
 const subscribeNothing = () => () => {};
 
 /**
- * A table's rows (a line, right scale) and its inserted/updated/deleted rows (stacked bars, left
- * scale) per version, oldest first (recharts, sized to its box so it reads at 390 px). Screen
+ * A table's rows (a line) and its inserted/updated/deleted rows (stacked bars) per version, oldest
+ * first (recharts, sized to its box so it reads at 390 px): on one titled scale, or on two (bars
+ * left, rows right, each titled) when the rows dwarf the changes (sharedScale). Screen
  * readers get a sentence, and everyone the numbers in a table behind a disclosure, as the usage
  * chart does. Drawn in the browser only: recharts sets style attributes, which the
  * Content-Security-Policy refuses in server-rendered HTML.
@@ -28,6 +33,8 @@ export function VersionChart({ table, points }: { table: string; points: Version
     () => false,
   );
   if (points.length === 0) return null;
+  const shared = sharedScale(points);
+  const rowsAxis = shared ? "changes" : "rows";
   const first = points[0]!;
   const last = points[points.length - 1]!;
   const changed = points.reduce((sum, point) => sum + point.inserted + point.updated + point.deleted, 0);
@@ -36,7 +43,12 @@ export function VersionChart({ table, points }: { table: string; points: Version
     `${count(first.rows)} rows at version ${first.version}, ${count(last.rows)} at version ${last.version}, ` +
     `${count(changed)} rows changed in all.`;
   return (
-    <figure className="space-y-2" data-testid="version-chart" data-versions={points.length}>
+    <figure
+      className="space-y-2"
+      data-testid="version-chart"
+      data-versions={points.length}
+      data-scales={shared ? 1 : 2}
+    >
       <div role="img" aria-label={summary}>
         {inBrowser ? (
           <div className="h-48 w-full" aria-hidden="true" data-testid="version-chart-drawn">
@@ -53,24 +65,31 @@ export function VersionChart({ table, points }: { table: string; points: Version
                 <YAxis
                   yAxisId="changes"
                   allowDecimals={false}
-                  width={40}
+                  width={56}
                   tick={{ fontSize: 11, fill: "#475569" }}
                   tickLine={false}
+                  label={{ ...AXIS_TITLE, value: shared ? "Rows" : "Rows changed", position: "insideLeft" }}
                 />
-                <YAxis
-                  yAxisId="rows"
-                  orientation="right"
-                  allowDecimals={false}
-                  width={48}
-                  tick={{ fontSize: 11, fill: ROWS_COLOR }}
-                  tickLine={false}
-                />
+                {!shared && (
+                  <YAxis
+                    yAxisId="rows"
+                    orientation="right"
+                    allowDecimals={false}
+                    width={60}
+                    tick={{ fontSize: 11, fill: ROWS_COLOR }}
+                    tickLine={false}
+                    label={{ ...AXIS_TITLE, angle: 90, value: "Rows", position: "insideRight", fill: ROWS_COLOR }}
+                  />
+                )}
                 <Tooltip
                   labelFormatter={(version) => `Version ${version}`}
                   formatter={(value, name) => [count(Number(value)), name]}
                   cursor={{ fill: "#f1f5f9" }}
                 />
-                <Legend wrapperStyle={{ fontSize: 12 }} />
+                <Legend
+                  wrapperStyle={{ fontSize: 12 }}
+                  itemSorter={(item) => LEGEND_ORDER.indexOf(String(item.dataKey))}
+                />
                 {SERIES.map(({ key, label, color }) => (
                   <Bar
                     key={key}
@@ -83,7 +102,7 @@ export function VersionChart({ table, points }: { table: string; points: Version
                   />
                 ))}
                 <Line
-                  yAxisId="rows"
+                  yAxisId={rowsAxis}
                   dataKey="rows"
                   name="Rows"
                   stroke={ROWS_COLOR}
@@ -99,7 +118,9 @@ export function VersionChart({ table, points }: { table: string; points: Version
         )}
       </div>
       <figcaption className="text-xs text-slate-600">
-        Rows (line, right scale) and rows inserted, updated and deleted (bars, left scale) per version.
+        {shared
+          ? "Rows (line) and rows inserted, updated and deleted (stacked bars) per version, on one scale."
+          : "Rows (line, right scale) and rows inserted, updated and deleted (stacked bars, left scale) per version."}
       </figcaption>
       <details className="text-xs">
         <summary className="cursor-pointer text-slate-600">Show the numbers</summary>

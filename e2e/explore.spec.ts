@@ -1,5 +1,5 @@
 import { Readable } from "node:stream";
-import type { Download, Page } from "@playwright/test";
+import type { Download, Locator, Page } from "@playwright/test";
 import { db } from "../lib/db/client";
 import { createShareLink } from "../lib/share-links";
 import { publishTable } from "../lib/tables/publish";
@@ -49,6 +49,8 @@ async function filterThePreview(page: Page) {
   await page.getByRole("button", { name: "Preview prices, version 1" }).click();
   const preview = page.getByRole("dialog", { name: "Preview of prices, version 1" });
   await expect(preview.getByTestId("preview-summary")).toHaveText("The first 20 of 40 rows.");
+  // The where field's example names this table's own columns, with values of its first row.
+  await expect(preview.getByLabel("Where")).toHaveAttribute("placeholder", "sku = 'SKU-1' AND price > 2");
   await preview.locator("summary", { hasText: "Columns to show" }).click();
   await preview.getByRole("checkbox", { name: "title" }).uncheck();
   await preview.getByLabel("Where").fill("price >= 76");
@@ -70,7 +72,28 @@ test("a filter on a table's preview: rows and columns from the server, precise e
   await expectNoAxeViolations(page, "table preview, filtered");
   await screenshot(page, "filter-bar-desktop");
 
-  // Refusals name what to fix, under the where field, which is marked invalid.
+  await expectFilterRefusals(preview);
+  await expectNoAxeViolations(page, "table preview, filter refused");
+  await preview.getByRole("button", { name: "Clear filter" }).click();
+  await expect(preview.getByTestId("preview-summary")).toHaveText("The first 20 of 40 rows.");
+  await expect(preview.getByTestId("filter-where-error")).toHaveCount(0);
+  await page.keyboard.press("Escape");
+
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.reload();
+  const onPhone = await filterThePreview(page);
+  await expectNoSidewaysScroll(page, "the order page with a filtered preview");
+  await expectNoAxeViolations(page, "table preview, filtered, phone width");
+  await screenshot(page, "filter-bar-phone");
+  await expectFilterRefusals(onPhone);
+  await expectNoAxeViolations(page, "table preview, filter refused, phone width");
+});
+
+/**
+ * Refusals name what to fix, under the where field, which is marked invalid; the rows of the filter
+ * applied before are gone, not left under the error as if they matched.
+ */
+async function expectFilterRefusals(preview: Locator) {
   const where = preview.getByLabel("Where");
   for (const [text, named] of [
     ["price > (SELECT 1)", /subquery/],
@@ -80,20 +103,13 @@ test("a filter on a table's preview: rows and columns from the server, precise e
     await preview.getByRole("button", { name: "Apply filter" }).click();
     await expect(preview.getByTestId("filter-where-error")).toHaveText(named);
     await expect(where).toHaveAttribute("aria-invalid", "true");
+    await expect(preview.getByTestId("filtered-table")).toHaveCount(0);
+    await expect(preview.getByTestId("filtered-summary")).toHaveCount(0);
+    await expect(preview.getByTestId("filtered-none")).toHaveText(
+      "No rows shown: fix the filter above, or clear it to see the preview again.",
+    );
   }
-  await expectNoAxeViolations(page, "table preview, filter refused");
-  await preview.getByRole("button", { name: "Clear filter" }).click();
-  await expect(preview.getByTestId("preview-summary")).toHaveText("The first 20 of 40 rows.");
-  await expect(preview.getByTestId("filter-where-error")).toHaveCount(0);
-  await page.keyboard.press("Escape");
-
-  await page.setViewportSize({ width: 390, height: 844 });
-  await page.reload();
-  await filterThePreview(page);
-  await expectNoSidewaysScroll(page, "the order page with a filtered preview");
-  await expectNoAxeViolations(page, "table preview, filtered, phone width");
-  await screenshot(page, "filter-bar-phone");
-});
+}
 
 test("a query on the Query page, its grid, its CSV and the history, desktop and phone", async ({ page }) => {
   const account = await buyerWithPriceTable("e2e-query");
@@ -143,6 +159,30 @@ test("a query on the Query page, its grid, its CSV and the history, desktop and 
   await expectNoSidewaysScroll(page, "the Query page");
   await expectNoAxeViolations(page, "Query page, phone width");
   await screenshot(page, "query-page-phone");
+});
+
+test("a refunded order with tables offers no Query page, which says they can no longer be queried", async ({
+  page,
+}) => {
+  const account = await buyerWithPriceTable("e2e-query-refunded");
+  await db().order.update({
+    where: { id: account.delivered.id },
+    data: { status: "refunded", refundedAt: new Date() },
+  });
+  await signIn(page, account.email);
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 844 });
+    await page.goto(`/orders/${account.delivered.id}`);
+    await expect(page.getByTestId("not-downloadable")).toBeVisible();
+    await expect(page.getByRole("link", { name: "Query these tables with SQL" })).toHaveCount(0);
+    // Asked for by its address, the Query page says why, in the past tense a refund calls for.
+    await page.goto(`/orders/${account.delivered.id}/query`);
+    await expect(page.getByTestId("query-refused")).toHaveText(
+      "This order was refunded, so its tables can no longer be queried.",
+    );
+    await expect(page.getByLabel("SQL")).toHaveCount(0);
+    await expectNoAxeViolations(page, `Query page of a refunded order at ${width} px`);
+  }
 });
 
 test("a share page gets the filter bar, not the Query page", async ({ page }) => {

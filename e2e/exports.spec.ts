@@ -39,6 +39,18 @@ for (const [label, viewport] of [
     await page.getByRole("button", { name: "Add destination" }).click();
     const form = page.getByRole("dialog", { name: "Add an export destination" });
     await form.getByLabel("Name").fill("Data lake");
+    // Sent from the foot of the tall form with a bad bucket: the refusal is shown by that field, which
+    // takes the focus (and so comes into view); nothing waits unseen at the top.
+    await form.getByLabel("Bucket").fill("No");
+    await form.getByRole("button", { name: "Add destination" }).click();
+    const bucket = form.getByLabel("Bucket");
+    await expect(bucket).toBeFocused();
+    await expect(bucket).toHaveAttribute("aria-invalid", "true");
+    await expect(bucket).toHaveAccessibleDescription(/^The bucket name is not valid/);
+    await expect(form.getByTestId("field-error")).toHaveText(/^The bucket name is not valid/);
+    await expect(form.getByTestId("field-error")).toBeInViewport();
+    await expect(form.getByRole("alert")).toHaveCount(0);
+    await expectNoAxeViolations(page, "/exports (form, a field refused)");
     await form.getByLabel("Bucket").fill(LAKE);
     await form.getByLabel("Region").fill("us-east-1");
     await form.getByLabel("Endpoint (optional)").fill(s3.endpoint);

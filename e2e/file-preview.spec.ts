@@ -11,15 +11,17 @@ import {
   sha256,
   signIn,
   test,
-  whenProfiled,
 } from "./helpers";
 
 // Signing in and waiting for the job worker to profile the files (it polls every 5 s) take a while.
 test.describe.configure({ timeout: 150_000 });
 
-/** The preview shows the first 20 products, in the file's column order, as the profile read them. */
+/**
+ * The preview of the products table (its one part, products.csv, has none of its own: one Preview a
+ * table) shows the first 20 products, in the file's column order, as the profile read them.
+ */
 async function expectFirstProducts(page: Page) {
-  const dialog = page.getByRole("dialog", { name: "Preview of products.csv" });
+  const dialog = page.getByRole("dialog", { name: "Preview of products, version 1" });
   await expect(dialog.getByTestId("preview-summary")).toHaveText("The first 20 of 120 rows.");
   const table = dialog.getByRole("table");
   await expect(table.getByRole("columnheader")).toHaveText(
@@ -63,10 +65,10 @@ test("a buyer previews a data file, sees its columns and downloads it as Parquet
   await expect(binary.getByRole("link", { name: /as Parquet$/ })).toHaveCount(0);
 
   // By keyboard: the dialog takes the focus, Escape closes it and gives the focus back.
-  const previewButton = products.getByRole("button", { name: "Preview products.csv" });
+  const previewButton = page.getByRole("button", { name: "Preview products, version 1" });
   await previewButton.focus();
   await page.keyboard.press("Enter");
-  const dialog = page.getByRole("dialog", { name: "Preview of products.csv" });
+  const dialog = page.getByRole("dialog", { name: "Preview of products, version 1" });
   await expect(dialog).toBeVisible();
   await expectFirstProducts(page);
   expect(await dialog.evaluate((element) => element.contains(document.activeElement))).toBe(true);
@@ -90,17 +92,20 @@ test("a buyer previews a data file, sees its columns and downloads it as Parquet
   expect(bytes.length).toBe(Number(parquet.size));
   expect(sha256(bytes)).toBe(parquet.sha256);
 
-  // JSON Lines is made on first request: back on the order page, which says so; then it downloads.
+  // JSON Lines is made on first request: the click waits in place (the route's 202 and Retry-After),
+  // saying so, and the download starts once it is made; the page is not reloaded.
+  await expect(products.getByRole("button", { name: /^Preview/ })).toHaveCount(0);
+  await page.evaluate(() => ((window as { kept?: boolean }).kept = true));
+  const retrying = page.waitForEvent("download", { timeout: 90_000 });
   await products.getByRole("link", { name: "Download products.csv as JSON Lines" }).click();
-  await expect(page).toHaveURL(new RegExp(`/orders/${account.delivered.id}\\?preparing=${fileId}&format=jsonl$`));
-  await expect(page.getByTestId("rendition-preparing")).toContainText(
-    "products.csv as JSON Lines is being prepared: try again in a moment.",
+  await expect(products.getByTestId("download-preparing").filter({ hasText: /\S/ })).toHaveText(
+    "Being prepared: the download starts when it is ready.",
   );
+  await expectNoAxeViolations(page, "order page, a rendition being prepared");
   await screenshot(page, "rendition-preparing");
-  await whenProfiled(account.delivered.id);
-  const retrying = page.waitForEvent("download");
-  await page.getByTestId("rendition-preparing").getByRole("link").click();
   const jsonl = await retrying;
+  expect(page.url()).toMatch(new RegExp(`/orders/${account.delivered.id}$`));
+  expect(await page.evaluate(() => (window as { kept?: boolean }).kept)).toBe(true);
   expect(jsonl.suggestedFilename()).toBe("products.jsonl");
   const lines = (await fs.readFile((await jsonl.path())!, "utf8")).trim().split("\n");
   expect(lines).toHaveLength(PRODUCTS.length);
@@ -116,8 +121,8 @@ test("on a phone the preview's table scrolls inside its box, never the page", as
   expect(await pageOverflow(), "the order page is wider than the screen").toBeLessThanOrEqual(0);
   await screenshot(page, "phone-order-data-files");
 
-  await expect(page.getByRole("button", { name: "Preview products.csv" })).toBeVisible();
-  await page.getByRole("button", { name: "Preview products.csv" }).click();
+  await expect(page.getByRole("button", { name: "Preview products, version 1" })).toBeVisible();
+  await page.getByRole("button", { name: "Preview products, version 1" }).click();
   await expectFirstProducts(page);
   const box = page.getByRole("dialog").getByRole("region");
   const { scrollWidth, clientWidth } = await box.evaluate((element) => ({
@@ -142,8 +147,8 @@ test("a share link shows the same preview, for its own order only while it works
   const [first, second] = [await guest.newPage(), await guest.newPage()];
   for (const opened of [first, second]) await opened.goto(`/share/${link.token}`);
 
-  await expect(first.getByRole("button", { name: "Preview products.csv" })).toBeVisible();
-  await first.getByRole("button", { name: "Preview products.csv" }).click();
+  await expect(first.getByRole("button", { name: "Preview products, version 1" })).toBeVisible();
+  await first.getByRole("button", { name: "Preview products, version 1" }).click();
   await expectFirstProducts(first);
   await expectNoAxeViolations(first, "share page, preview open");
   await screenshot(first, "shared-preview");
@@ -162,11 +167,23 @@ test("a share link shows the same preview, for its own order only while it works
   expect(pending.status()).toBe(303);
   expect(pending.headers().location).toMatch(new RegExp(`/share/${link.token}\\?preparing=${fileId}&format=jsonl$`));
   expect((await guest.request.get(`${files}?format=xlsx`, { maxRedirects: 0 })).status()).toBe(404);
+  // The page's own script asks for JSON and gets the API's answers: 202 with Retry-After while it is
+  // being made (asked a moment after the first request: the worker has not made it yet), then the
+  // signed link to start the download from (the CSV is the file itself, so it is ready at once).
+  const json = { headers: { Accept: "application/json" }, maxRedirects: 0 };
+  const waiting = await guest.request.get(`${files}?format=jsonl`, json);
+  expect(waiting.status()).toBe(202);
+  expect(waiting.headers()["retry-after"]).toBe("5");
+  expect((await waiting.json()).code).toBe("rendition_pending");
+  const ready = await guest.request.get(`${files}?format=csv`, json);
+  expect(ready.status()).toBe(200);
+  const { url } = (await ready.json()) as { url: string };
+  expect((await guest.request.get(url)).ok()).toBe(true);
 
   // Revoked while the second page is open: its preview is refused, not shown.
   await revokeShareLink(account.id, link.id);
-  await second.getByRole("button", { name: "Preview products.csv" }).click();
-  const refused = second.getByRole("dialog", { name: "Preview of products.csv" });
+  await second.getByRole("button", { name: "Preview products, version 1" }).click();
+  const refused = second.getByRole("dialog", { name: "Preview of products, version 1" });
   await expect(refused.getByRole("alert")).toHaveText("This share link no longer works. Reload the page to see why.");
   await expect(refused.getByRole("table")).toHaveCount(0);
   await guest.close();

@@ -1,6 +1,6 @@
 import { promises as fs } from "node:fs";
 import { API_KEY_EXPIRY_DAYS } from "../lib/keys";
-import { buyerWithOrders, expect, screenshot, signIn, test } from "./helpers";
+import { buyerWithOrders, expect, expectNoAxeViolations, screenshot, signIn, test } from "./helpers";
 
 const day = (offsetDays: number) => new Date(Date.now() + offsetDays * 86_400_000).toISOString().slice(0, 10);
 
@@ -90,6 +90,15 @@ test("a key's secret is shown once, works with the API, and stops working when r
   const refused = await api(secret);
   expect(refused.status()).toBe(401);
   expect((await refused.json()).code).toBe("revoked_api_key");
+  // A revoked key offers nothing more to do with it (Create key makes a new one), at either width.
+  await expect(row.getByRole("button", { name: "Replace warehouse-sync" })).toHaveCount(0);
+  await expect(row.getByRole("button", { name: "Revoke warehouse-sync" })).toHaveCount(0);
+  await page.setViewportSize({ width: 390, height: 844 });
+  const card = page.getByTestId("key-card").filter({ hasText: "warehouse-sync" });
+  await expect(card).toContainText("Revoked");
+  await expect(card.getByRole("button", { name: /^(Replace|Revoke)/ })).toHaveCount(0);
+  await expectNoAxeViolations(page, "/keys at phone width, a revoked key");
+  await page.setViewportSize({ width: 1280, height: 720 });
 
   // The security log has this test's sign-in, the key's creation and its revocation, and exports as CSV.
   await page.getByRole("link", { name: "Security log" }).click();

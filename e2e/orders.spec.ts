@@ -1,5 +1,5 @@
 import { promises as fs } from "node:fs";
-import { buyerWithOrders, expect, screenshot, sha256, signIn, test } from "./helpers";
+import { buyerWithOrders, expect, expectNoAxeViolations, screenshot, sha256, signIn, test } from "./helpers";
 
 test("a buyer sees their orders and downloads a delivered file", async ({ page }) => {
   const account = await buyerWithOrders("e2e-orders");
@@ -10,6 +10,18 @@ test("a buyer sees their orders and downloads a delivered file", async ({ page }
   await expect(rows.nth(1)).toContainText("Refunded");
   await expect(rows.nth(2)).toContainText("Unfinished");
   await screenshot(page, "orders");
+  // On a phone each row's status badge is as wide as its word, not the whole card.
+  await page.setViewportSize({ width: 390, height: 844 });
+  for (const [index, status] of [
+    [0, "Delivered"],
+    [1, "Refunded"],
+    [2, "Unfinished"],
+  ] as const) {
+    const badge = rows.nth(index).getByText(status, { exact: true });
+    expect((await badge.boundingBox())!.width, `${status} badge`).toBeLessThan(120);
+  }
+  await expectNoAxeViolations(page, "/orders at phone width");
+  await page.setViewportSize({ width: 1280, height: 720 });
 
   await page.getByRole("link", { name: "e2e-orders: product catalogue" }).click();
   await expect(page).toHaveTitle("e2e-orders: product catalogue · Dataset Access");
@@ -51,9 +63,15 @@ test("a refunded order refuses downloads with a clear message", async ({ page })
   // One banner saying why, not two.
   await expect(page.getByTestId("not-downloadable")).toHaveCount(0);
 
-  // An unfinished order says what happens next.
-  await page.goto(`/orders/${account.unfinished.id}`);
-  await expect(page.getByTestId("what-next")).toContainText("download once the order is delivered");
+  // An unfinished order says what happens next, in the dashboard's words (no API field names), at both widths.
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 844 });
+    await page.goto(`/orders/${account.unfinished.id}`);
+    await expect(page.getByTestId("what-next")).toHaveText(
+      "Not delivered yet. The files appear here as they are added, and download once the order is delivered; this page then says when it was.",
+    );
+    await expectNoAxeViolations(page, `unfinished order page at ${width} px`);
+  }
 });
 
 test("another buyer's order does not exist for this buyer", async ({ page }) => {

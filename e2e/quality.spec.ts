@@ -82,7 +82,8 @@ const VERSIONS: { rows: number; changes: object; quality: Quality | null; report
         column("price", "DOUBLE", 0.3, 0.06, 0.412),
         column("currency", "VARCHAR", 0, null, null),
       ],
-      checks: [{ ...held, value: 0, outcome: "passed" }, shifted],
+      // 650 rows against 600: a drop of −8.3%, which is 8.3% more rows.
+      checks: [{ ...held, value: -0.083333, outcome: "passed" }, shifted],
     },
   },
 ];
@@ -144,14 +145,21 @@ test("each version shows its quality badge and report, and the chart its rows an
     const released = versions.nth(1).getByTestId("quality-report");
     await released.getByText("Quality report").click();
     await expect(released.getByTestId("quality-rows")).toHaveText("600 (previous 1,000, −40.0%)");
-    await expect(released.getByTestId("quality-check").nth(0).getByRole("cell")).toHaveText([
-      "—",
-      "40.0%",
-      "20.0%",
-      "hold",
-      "held",
+    // Each check in words, never its raw id; on a phone every figure of it is on screen.
+    const drop = released.getByTestId("quality-check").nth(0);
+    await expect(drop.getByRole("definition")).toHaveText([
+      "Rows lost since the previous version",
+      "whole table",
+      "40.0% fewer rows",
+      "over 20.0% fewer",
+      "Holds the version",
+      "Held",
     ]);
-    await expect(released.getByTestId("quality-check").nth(0).getByRole("rowheader")).toHaveText("row_count_drop");
+    await expect(released).not.toContainText("row_count_drop");
+    for (const shown of await drop.getByRole("definition").all()) {
+      const box = (await shown.boundingBox())!;
+      expect(box.x + box.width, "each figure of a check on screen").toBeLessThanOrEqual(width);
+    }
     await expect(released.getByTestId("quality-column").filter({ hasText: "price" }).getByRole("cell")).toHaveText([
       "DOUBLE",
       "6.0%",
@@ -163,7 +171,14 @@ test("each version shows its quality badge and report, and the chart its rows an
     const warned = versions.nth(0).getByTestId("quality-report");
     await warned.getByText("Quality report").click();
     await expect(warned.getByTestId("quality-added-columns")).toHaveText("currency");
-    await expect(warned.getByTestId("quality-check").filter({ hasText: "distribution_shift" })).toContainText("0.412");
+    await expect(warned.getByTestId("quality-check").filter({ hasText: "Shift of the values (PSI)" })).toContainText(
+      "0.412",
+    );
+    // A table that grew reads as more rows, not as a negative drop.
+    await expect(
+      warned.getByTestId("quality-check").filter({ hasText: "Rows lost since the previous version" }),
+    ).toContainText("8.3% more rows");
+    await expect(warned.getByTestId("quality-psi-meaning")).toContainText("PSI (population stability index)");
     await versions.nth(2).getByText("Quality report").click();
     await expect(versions.nth(2).getByTestId("quality-report")).toContainText("No report was kept");
 
@@ -176,6 +191,12 @@ test("each version shows its quality badge and report, and the chart its rows an
     await expect(drawn.locator("svg.recharts-surface").first()).toBeVisible();
     await expect(drawn.locator(".recharts-bar-rectangle")).not.toHaveCount(0);
     await expect(drawn.locator(".recharts-line-curve")).toHaveCount(1);
+    // Rows (1,000 at most) and changes (1,000 at most) are alike: one titled scale, not two of the same
+    // range; the legend in reading order, the line first.
+    await expect(chart).toHaveAttribute("data-scales", "1");
+    await expect(drawn.locator(".recharts-yAxis")).toHaveCount(1);
+    await expect(drawn.locator("svg text").filter({ hasText: /^Rows/ })).toHaveText(["Rows"]);
+    await expect(drawn.locator(".recharts-legend-item-text")).toHaveText(["Rows", "Inserted", "Updated", "Deleted"]);
     const box = (await drawn.boundingBox())!;
     expect(box.x + box.width, "chart within the screen").toBeLessThanOrEqual(width);
     await chart.getByText("Show the numbers").click();
@@ -246,8 +267,18 @@ test("a refresh the gate held for losing 40% of its rows, released by the operat
   await released.getByText("Quality report").click();
   await expect(released.getByTestId("quality-rows")).toHaveText("30 (previous 50, −40.0%)");
   await expect(
-    released.getByTestId("quality-check").filter({ hasText: "row_count_drop" }).getByRole("cell"),
-  ).toHaveText(["—", "40.0%", "20.0%", "hold", "held"]);
+    released
+      .getByTestId("quality-check")
+      .filter({ hasText: "Rows lost since the previous version" })
+      .getByRole("definition"),
+  ).toHaveText([
+    "Rows lost since the previous version",
+    "whole table",
+    "40.0% fewer rows",
+    "over 20.0% fewer",
+    "Holds the version",
+    "Held",
+  ]);
   await expect(table.getByTestId("version-chart").getByRole("img")).toHaveAccessibleName(
     /^Rows and changes of prices over versions 1 to 2: 50 rows at version 1, 30 at version 2/,
   );

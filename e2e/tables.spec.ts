@@ -1,4 +1,6 @@
+import { promises as fs } from "node:fs";
 import { Readable } from "node:stream";
+import type { Download, Locator, Page } from "@playwright/test";
 import { db } from "../lib/db/client";
 import { createShareLink } from "../lib/share-links";
 import { publishTable } from "../lib/tables/publish";
@@ -47,6 +49,35 @@ async function buyerWithPriceTable(label: string) {
   return { ...account, delivered };
 }
 
+/**
+ * Clicks a download of a format not made yet and waits for its download, checking the page said it
+ * is being prepared meanwhile and was never reloaded (a mark set on it before survives).
+ */
+async function downloadInPlace(page: Page, where: Locator, link: Locator): Promise<Download> {
+  await page.evaluate(() => ((window as { kept?: boolean }).kept = true));
+  const url = page.url();
+  const downloading = page.waitForEvent("download", { timeout: 90_000 });
+  await link.click();
+  await expect(where.getByTestId("download-preparing").filter({ hasText: /\S/ })).toHaveText(
+    "Being prepared: the download starts when it is ready.",
+  );
+  const download = await downloading;
+  expect(page.url()).toBe(url);
+  expect(await page.evaluate(() => (window as { kept?: boolean }).kept)).toBe(true);
+  await expect(where.getByTestId("download-preparing").filter({ hasText: /\S/ })).toHaveCount(0);
+  return download;
+}
+
+/**
+ * The element's text colour is a grey, not red or green: its chroma (CIELAB, as Chromium computes
+ * Tailwind's colours) is that of a slate (about 15), not of red-800 or green-800 (40 and more).
+ */
+async function expectNeutral(element: Locator) {
+  const color = await element.evaluate((node) => getComputedStyle(node).color);
+  const [a, b] = (/^lab\([\d.]+ (-?[\d.]+) (-?[\d.]+)/.exec(color) ?? []).slice(1).map(Number);
+  expect(Math.hypot(a ?? NaN, b ?? NaN), `${color} is a grey`).toBeLessThan(25);
+}
+
 test("a buyer sees a table's versions, what each changed, previews it and its changes", async ({ page }) => {
   const account = await buyerWithPriceTable("e2e-tables");
   await signIn(page, account.email);
@@ -64,6 +95,9 @@ test("a buyer sees a table's versions, what each changed, previews it and its ch
   await expect(part.getByRole("link", { name: "Download prices-week-3.csv", exact: true })).toBeVisible();
   await expect(part.getByRole("link", { name: /^Download prices-week-3\.csv as Parquet/ })).toBeVisible();
   await expect(page.getByRole("heading", { name: /Files$/ })).toHaveCount(0);
+  // One Preview per table: its part downloads, the table's preview shows its rows.
+  await expect(table.getByRole("button", { name: /^Preview/ })).toHaveCount(1);
+  await expect(part.getByRole("button", { name: /^Preview/ })).toHaveCount(0);
 
   await table.getByText(/^Version history \(3 versions\)/).click();
   const versions = table.getByTestId("version-row");
@@ -104,40 +138,29 @@ test("a buyer sees a table's versions, what each changed, previews it and its ch
     await expect(changeRows.nth(index).locator("ins")).toHaveText(`, now ${after}`);
   }
   await expect(changeRows).toHaveCount(4);
+  // An update's old and new values are told apart by strike-through and weight, not by red and green.
+  await expectNeutral(changeRows.nth(2).locator("del"));
+  await expectNeutral(changeRows.nth(2).locator("ins"));
   await expectNoAxeViolations(page, "change preview open");
   await screenshot(page, "change-preview-desktop");
   await page.keyboard.press("Escape");
 
-  // The change file downloads as Parquet at once; CSV is made on first request, then downloads.
+  // The change file downloads as Parquet at once; CSV is made on first request: the click waits in place
+  // (the route's 202 and Retry-After) and the download starts once it is made, the history still open.
   const [parquet] = await Promise.all([
     page.waitForEvent("download"),
     versions.nth(1).getByRole("link", { name: "Download changes of prices version 2 as Parquet" }).click(),
   ]);
   expect((await parquet.path()) && (await parquet.createReadStream()) !== null).toBe(true);
-  const csvLink = versions.nth(1).getByRole("link", { name: "Download changes of prices version 2 as CSV" });
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    await page.goto(`/orders/${account.delivered.id}`);
-    await page.getByText(/^Version history/).click();
-    const download = page.waitForEvent("download", { timeout: 5_000 }).catch(() => undefined);
-    await csvLink.click();
-    const csv = await download;
-    if (csv) {
-      const text = await new Promise<string>((resolve, reject) => {
-        const chunks: Buffer[] = [];
-        csv.createReadStream().then((stream) => {
-          stream.on("data", (chunk: Buffer) => chunks.push(chunk));
-          stream.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-          stream.on("error", reject);
-        }, reject);
-      });
-      expect(text.split("\n")[0]).toBe("sku,title,price,_change_type");
-      expect(text).toContain("SKU-41,Product 41,82,insert");
-      break;
-    }
-    await expect(page.getByTestId("changes-preparing")).toContainText("prices version 2 as CSV are being prepared");
-    if (Date.now() > deadline) throw new Error("The CSV of the changes was not made within 60 s");
-  }
+  const csv = await downloadInPlace(
+    page,
+    versions.nth(1),
+    versions.nth(1).getByRole("link", { name: "Download changes of prices version 2 as CSV" }),
+  );
+  const text = (await fs.readFile((await csv.path())!, "utf8")).split("\n");
+  expect(text[0]).toBe("sku,title,price,_change_type");
+  expect(text).toContain("SKU-41,Product 41,82,insert");
+  await expect(table.getByTestId("version-history")).toHaveAttribute("open", "");
 
   // At phone width each version is a card: its changes and change file links are on screen, nothing scrolls sideways.
   await page.setViewportSize({ width: 390, height: 844 });
@@ -157,6 +180,21 @@ test("a buyer sees a table's versions, what each changed, previews it and its ch
     }
   }
   await expect(versions.nth(1).getByText("Change file", { exact: true })).toBeVisible();
+  // On a phone too: one Preview for the table (not another for its part), grey old -> new values.
+  await expect(table.getByRole("button", { name: /^Preview prices/ })).toHaveCount(1);
+  await versions.nth(1).getByRole("button", { name: "Preview changes of prices version 2" }).click();
+  const phoneChanges = page.getByRole("dialog", { name: "Preview of changes of prices version 2" });
+  await expectNeutral(phoneChanges.getByTestId("change-row").nth(2).locator("del"));
+  await expectNeutral(phoneChanges.getByTestId("change-row").nth(2).locator("ins"));
+  await expectNoAxeViolations(page, "change preview open, phone width");
+  await page.keyboard.press("Escape");
+  // At phone width too a change file not made yet downloads in place.
+  const jsonl = await downloadInPlace(
+    page,
+    versions.nth(0),
+    versions.nth(0).getByRole("link", { name: "Download changes of prices version 3 as JSON Lines" }),
+  );
+  expect(jsonl.suggestedFilename()).toMatch(/\.jsonl$/);
   await expectNoAxeViolations(page, "order page at phone width, version history open");
   await screenshot(page, "order-page-phone");
   await table

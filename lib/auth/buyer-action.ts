@@ -4,7 +4,8 @@ import { AppError } from "../errors";
 import { currentBuyer } from "./session";
 
 /** What a dashboard server action answers: its result, or an error for the person who clicked. */
-export type ActionResult<Value = object> = ({ ok: true } & Value) | { ok: false; error: string };
+/** A refusal may name the form field it is about (`field`), for the form to show it there. */
+export type ActionResult<Value = object> = ({ ok: true } & Value) | { ok: false; error: string; field?: string };
 
 /**
  * A dashboard server action. An action is a public POST endpoint taking whatever the client sends
@@ -27,7 +28,10 @@ export function buyerAction<Schema extends z.ZodType, Value>(
       revalidatePath(revalidate(parsed.data));
       return result;
     } catch (error) {
-      if (error instanceof AppError) return { ok: false, error: error.message };
+      if (error instanceof AppError) {
+        const field = (error as { field?: unknown }).field;
+        return { ok: false, error: error.message, ...(typeof field === "string" ? { field } : {}) };
+      }
       throw error;
     }
   };

@@ -188,24 +188,36 @@ export function parseDestinationFields(type: DestinationType, fields: Record<str
   );
   const settings = Object.fromEntries(Object.entries(fields).filter(([name]) => !secretNames.includes(name)));
   if (Object.keys(secrets).length > 1) {
-    throw new DestinationInputError(`Give only one of ${secretNames.join(" or ")}.`);
+    throw new DestinationInputError(`Give only one of ${secretNames.join(" or ")}.`, "secret");
   }
   const config = schemas.config.safeParse(settings);
-  if (!config.success) throw new DestinationInputError(config.error.issues[0]!.message);
+  if (!config.success) {
+    const issue = config.error.issues[0]!;
+    throw new DestinationInputError(issue.message, typeof issue.path[0] === "string" ? issue.path[0] : undefined);
+  }
   const sealed = (schemas.secrets as z.ZodType).safeParse(secrets);
   if (!sealed.success) {
     if (Object.keys(secrets).length !== 1) {
       const names = secretNames.join(" or ");
       throw new DestinationInputError(
         Object.keys(secrets).length === 0 ? `Give the ${names}.` : `Give only one of ${names}.`,
+        "secret",
       );
     }
-    throw new DestinationInputError(sealed.error.issues[0]!.message);
+    throw new DestinationInputError(sealed.error.issues[0]!.message, "secret");
   }
   return { type, config: config.data, secrets: sealed.data } as DestinationConfig;
 }
 
-export class DestinationInputError extends Error {}
+/** A problem with a destination's settings; `field` names the setting it is about, when one is. */
+export class DestinationInputError extends Error {
+  constructor(
+    message: string,
+    readonly field?: string,
+  ) {
+    super(message);
+  }
+}
 
 /** The orders setting: "all", or order ids separated by commas. */
 export const ordersSchema = z.union([

@@ -62,20 +62,20 @@ async function checkedInput(
   keptSecrets?: Record<string, string>,
 ): Promise<{ settings: DestinationSettings; destination: DestinationConfig }> {
   try {
-    const name = destinationNameSchema.parse(input.name);
+    const name = settingOf("name", () => destinationNameSchema.parse(input.name));
     const given = withoutEmptySecrets(input.type, input.fields);
     // A secret given replaces the stored ones (it may be of the other kind: a SAS token for an account key).
     const givesSecret = SECRET_FIELDS[input.type].some((name) => name in given);
     const fields = { ...(givesSecret ? {} : (keptSecrets ?? {})), ...given };
     const destination = parseDestinationFields(input.type, fields);
-    const orders = ordersSchema.parse(input.orders ?? "all");
-    const format = exportFormatSchema.parse(input.format ?? "original");
-    const keyTemplate = keyTemplateSchema.parse(input.template);
-    const approval = exportApprovalSchema.parse(input.approval ?? "none");
+    const orders = settingOf("orders", () => ordersSchema.parse(input.orders ?? "all"));
+    const format = settingOf("format", () => exportFormatSchema.parse(input.format ?? "original"));
+    const keyTemplate = settingOf("template", () => keyTemplateSchema.parse(input.template));
+    const approval = settingOf("approval", () => exportApprovalSchema.parse(input.approval ?? "none"));
     if (orders !== "all") {
       const owned = await db().order.count({ where: { buyerId, id: { in: orders } } });
       if (owned !== new Set(orders).size) {
-        throw new DestinationInputError("One of the chosen orders is not an order of this account.");
+        throw new DestinationInputError("One of the chosen orders is not an order of this account.", "orders");
       }
     }
     return {
@@ -92,9 +92,35 @@ async function checkedInput(
       },
     };
   } catch (error) {
-    if (error instanceof DestinationInputError) throw new AppError("invalid_argument", error.message);
+    if (error instanceof DestinationInputError) throw new SettingError(error.message, error.field);
     if (error instanceof Error && "issues" in error) {
       throw new AppError("invalid_argument", (error as { issues: { message: string }[] }).issues[0]!.message);
+    }
+    throw error;
+  }
+}
+
+/**
+ * An invalid_argument naming the setting it is about (`field`: the form's field name), so the
+ * dashboard's form can show it by that field. (Check for it by `field`, not instanceof: AppError's
+ * instanceof matches every AppError.)
+ */
+class SettingError extends AppError {
+  constructor(
+    message: string,
+    readonly field: string | undefined,
+  ) {
+    super("invalid_argument", message);
+  }
+}
+
+/** `parse`, its zod refusal naming `field`. */
+function settingOf<Value>(field: string, parse: () => Value): Value {
+  try {
+    return parse();
+  } catch (error) {
+    if (error instanceof Error && "issues" in error) {
+      throw new DestinationInputError((error as { issues: { message: string }[] }).issues[0]!.message, field);
     }
     throw error;
   }
@@ -171,7 +197,7 @@ export async function updateDestination(buyerId: string, destinationId: string, 
   const kept = givesSecret ? undefined : openSecrets(current.secretsSealed, secretBinding(current.id, currentPlace));
   const { settings, destination } = await checkedInput(buyerId, input, kept);
   if (!givesSecret && secretAddress(destination) !== secretAddress(currentPlace)) {
-    throw new AppError("invalid_argument", SECRET_NEEDED_AGAIN[input.type]);
+    throw new SettingError(SECRET_NEEDED_AGAIN[input.type], "secret");
   }
   await db().exportDestination.update({
     where: { id: current.id },

@@ -1,4 +1,6 @@
+import { problemResponse } from "./problem";
 import { noStoreRedirect, plainNotFound } from "./responses";
+import { requestIdFrom } from "../request-id";
 import type { ActionResult } from "../auth/buyer-action";
 import { downloadTargetFor, filePreview, type Preview } from "../datasets/access";
 import { RENDITION_FORMATS, type RenditionFormat } from "../data-formats";
@@ -19,6 +21,11 @@ export const BROWSER_PREVIEW_ROWS = 20;
  * `?format=parquet|csv|jsonl`, of that rendition. Back to `orderPage` where the page can say why:
  * `?refused` for an order that is not delivered, `?preparing=<file>&format=` for a rendition
  * still being made. Anything else a plain 404.
+ *
+ * The page's own script asks with `Accept: application/json` (components/download-link.tsx), to
+ * wait in place rather than be sent back: it gets the API's answers, `{ "url": <signed link> }`
+ * once the file can be had, 202 rendition_pending with Retry-After while it is being made, and
+ * any other refusal as problem+json.
  */
 export async function browserDownload(
   request: Request,
@@ -32,13 +39,15 @@ export async function browserDownload(
   if (asked !== undefined && !format) {
     return plainNotFound(`No such format here: ask for ${RENDITION_FORMATS.join(", ")}.`);
   }
+  const byScript = request.headers.get("accept")?.includes("application/json") ?? false;
   try {
     const file = await downloadTargetFor(target.buyerId, target.orderId, target.fileId, format);
     const location = await downloadUrl(file, origin);
     await onHandedOut?.();
-    return noStoreRedirect(location);
+    return byScript ? handedOutJson(location) : noStoreRedirect(location);
   } catch (error) {
     if (!(error instanceof AppError)) throw error;
+    if (byScript) return problemResponse(error, requestIdFrom(request.headers.get("x-request-id")));
     if (error.code === "order_not_delivered") return noStoreRedirect(`${origin}${target.orderPage}?refused`, 303);
     if (error.code === "rendition_pending") {
       const preparing = new URLSearchParams({ preparing: target.fileId, format: format! });
@@ -47,6 +56,16 @@ export async function browserDownload(
     if (error.code === "preview_not_available") return plainNotFound(error.message);
     return plainNotFound("No such order or file here.");
   }
+}
+
+/** What a page's script is answered when the download may start: the signed link to go to. */
+export type HandedOut = { url: string };
+
+function handedOutJson(url: string): Response {
+  const body: HandedOut = { url };
+  return new Response(JSON.stringify(body), {
+    headers: { "Content-Type": "application/json", "Cache-Control": "private, no-store" },
+  });
 }
 
 export type PreviewResult = ActionResult<{ preview: Preview }>;

@@ -124,6 +124,7 @@ describe("a destination's stored secret", { timeout: 120_000 }, () => {
     expect(moved).toEqual({
       ok: false,
       error: "The account URL changed: enter the SAS token or account key again, as it would be sent there.",
+      field: "secret",
     });
     // Nothing was lost: the destination still writes where it did, with its secret.
     expect(await act("test", cookie, { destinationId })).toMatchObject({ ok: true, passed: true });

@@ -1,83 +1,12 @@
 "use client";
 
-import { useId, useState, type FormEvent } from "react";
+import { useEffect, useId, useRef, useState, type FormEvent } from "react";
 import { Dialog, DialogFormButtons } from "@/components/dialog";
 import { Button, Notice, inputClass } from "@/components/ui";
 import { useAction } from "@/components/use-action";
 import { KEEP_SECRET_HINT, type DestinationType } from "@/lib/exports/secret-address";
 import { createDestinationAction, updateDestinationAction } from "./actions";
-
-type Field = {
-  name: string;
-  label: string;
-  kind?: "text" | "number" | "checkbox";
-  hint?: string;
-  placeholder?: string;
-};
-type SecretChoice = { name: string; label: string; multiline?: boolean };
-
-/** Each type's settings (the contract's names) and the secrets it takes, one of them. */
-const TYPES: Record<DestinationType, { label: string; fields: Field[]; secrets: SecretChoice[] }> = {
-  s3: {
-    label: "Amazon S3 or S3-compatible (R2, MinIO, GCS)",
-    fields: [
-      { name: "bucket", label: "Bucket", placeholder: "acme-data-lake" },
-      { name: "region", label: "Region", placeholder: "us-east-1", hint: "auto for R2." },
-      {
-        name: "endpoint",
-        label: "Endpoint (optional)",
-        placeholder: "https://<account>.r2.cloudflarestorage.com",
-        hint: "Leave empty for AWS. For GCS: https://storage.googleapis.com with HMAC keys.",
-      },
-      {
-        name: "force_path_style",
-        label: "Path-style addressing (MinIO and most self-hosted stores)",
-        kind: "checkbox",
-      },
-      { name: "prefix", label: "Key prefix (optional)", placeholder: "datasets/" },
-      { name: "access_key_id", label: "Access key id" },
-    ],
-    secrets: [{ name: "secret_access_key", label: "Secret access key" }],
-  },
-  azure: {
-    label: "Azure Blob Storage",
-    fields: [
-      { name: "account_url", label: "Account URL", placeholder: "https://acme.blob.core.windows.net" },
-      { name: "container", label: "Container", placeholder: "datasets" },
-      { name: "prefix", label: "Prefix (optional)", placeholder: "incoming/" },
-    ],
-    secrets: [
-      { name: "account_key", label: "Account key" },
-      { name: "sas_token", label: "SAS token" },
-    ],
-  },
-  sftp: {
-    label: "SFTP",
-    fields: [
-      { name: "host", label: "Host", placeholder: "sftp.example.com" },
-      { name: "port", label: "Port", kind: "number", placeholder: "22" },
-      { name: "username", label: "User name" },
-      { name: "directory", label: "Directory", placeholder: "/incoming", hint: "Files are written only inside it." },
-      {
-        name: "host_key_sha256",
-        label: "Host key fingerprint",
-        placeholder: "SHA256:…",
-        hint: "As ssh-keygen -lf prints it. A server presenting another key is refused.",
-      },
-    ],
-    secrets: [
-      { name: "password", label: "Password" },
-      { name: "private_key", label: "Private key", multiline: true },
-    ],
-  },
-};
-
-const FORMATS = [
-  { value: "original", label: "The original files" },
-  { value: "parquet", label: "Parquet (data files; others as they are)" },
-  { value: "csv", label: "CSV (data files; others as they are)" },
-  { value: "jsonl", label: "JSON Lines (data files; others as they are)" },
-];
+import { FORMATS, TYPES } from "./destination-types";
 
 export type OrderChoice = { id: string; name: string; status: string };
 export type DestinationInitial = {
@@ -106,9 +35,31 @@ export function DestinationForm({
   const [type, setType] = useState<DestinationType>(initial?.type ?? "s3");
   const [allOrders, setAllOrders] = useState(initial?.allOrders ?? true);
   const [secretName, setSecretName] = useState(TYPES[type].secrets[0]!.name);
-  const { pending, error, run, clearError } = useAction();
+  const { pending, error, errorField, run, clearError } = useAction();
   const formId = useId();
   const editing = initial !== undefined;
+  const formRef = useRef<HTMLFormElement>(null);
+  const noticeRef = useRef<HTMLDivElement>(null);
+  // The form is taller than the dialog: the buyer is at its foot when they submit. A refusal goes
+  // by the field it names, and the focus (and so the view) moves to that field, else to the notice.
+  const fieldNames = new Set([
+    "name",
+    "secret",
+    "orders",
+    "format",
+    "template",
+    "approval",
+    ...TYPES[type].fields.map((f) => f.name),
+  ]);
+  const shownField = errorField && fieldNames.has(errorField) ? errorField : undefined;
+  useEffect(() => {
+    if (!error) return;
+    const field = shownField && formRef.current?.querySelector<HTMLElement>(`[name="${shownField}"]`);
+    if (field) field.focus();
+    else noticeRef.current?.focus();
+  }, [error, shownField]);
+  const errorFor = (name: string) => (shownField === name ? error : undefined);
+  const errorId = (name: string) => `${formId}-${name}-error`;
 
   function submit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
@@ -160,13 +111,23 @@ export function DestinationForm({
         title={editing ? `Edit “${initial.name}”` : "Add an export destination"}
         onClose={() => setOpen(false)}
       >
-        <form onSubmit={submit} noValidate className="space-y-4" aria-describedby={`${formId}-about`}>
+        <form ref={formRef} onSubmit={submit} noValidate className="space-y-4" aria-describedby={`${formId}-about`}>
           <p id={`${formId}-about`} className="text-sm text-slate-600">
             Every delivered order (and every new version of its tables) is copied here. Secrets are stored encrypted and
             never shown again.
           </p>
-          {error && <Notice tone="error">{error}</Notice>}
-          <LabelledInput id={`${formId}-name`} name="name" label="Name" defaultValue={initial?.name} />
+          {error && !shownField && (
+            <div ref={noticeRef} tabIndex={-1} className="outline-none">
+              <Notice tone="error">{error}</Notice>
+            </div>
+          )}
+          <LabelledInput
+            id={`${formId}-name`}
+            name="name"
+            label="Name"
+            defaultValue={initial?.name}
+            error={errorFor("name")}
+          />
           {!editing && (
             <fieldset className="space-y-1">
               <legend className="text-sm font-medium">Type</legend>
@@ -202,6 +163,7 @@ export function DestinationForm({
                 hint={field.hint}
                 placeholder={field.placeholder}
                 inputMode={field.kind === "number" ? "numeric" : undefined}
+                error={errorFor(field.name)}
                 defaultValue={
                   initial?.config[field.name] === undefined ? undefined : String(initial.config[field.name])
                 }
@@ -239,16 +201,26 @@ export function DestinationForm({
                 autoComplete="off"
                 spellCheck={false}
                 className={`${inputClass} font-mono`}
+                {...invalidProps(errorFor("secret"), errorId("secret"))}
               />
             ) : (
-              <input id={`${formId}-secret`} name="secret" type="password" autoComplete="off" className={inputClass} />
+              <input
+                id={`${formId}-secret`}
+                name="secret"
+                type="password"
+                autoComplete="off"
+                className={inputClass}
+                {...invalidProps(errorFor("secret"), errorId("secret"))}
+              />
             )}
+            <FieldError id={errorId("secret")} error={errorFor("secret")} />
             <p className="text-xs text-slate-600">
               {editing ? KEEP_SECRET_HINT[type] : ""}Write-only: it is never shown again.
             </p>
           </div>
           <fieldset className="space-y-1">
             <legend className="text-sm font-medium">Orders</legend>
+            <FieldError id={errorId("orders")} error={errorFor("orders")} />
             <label className="flex items-center gap-2 text-sm">
               <input type="radio" name="orders" checked={allOrders} onChange={() => setAllOrders(true)} />
               All orders, including future ones
@@ -282,6 +254,7 @@ export function DestinationForm({
             <select
               id={`${formId}-format`}
               name="format"
+              {...invalidProps(errorFor("format"), errorId("format"))}
               defaultValue={initial?.format ?? "original"}
               className={inputClass}
             >
@@ -291,9 +264,11 @@ export function DestinationForm({
                 </option>
               ))}
             </select>
+            <FieldError id={errorId("format")} error={errorFor("format")} />
           </div>
           <fieldset className="space-y-1" aria-describedby={`${formId}-approval-hint`}>
             <legend className="text-sm font-medium">A table version with quality warnings</legend>
+            <FieldError id={errorId("approval")} error={errorFor("approval")} />
             <label className="flex items-center gap-2 text-sm">
               <input type="radio" name="approval" value="none" defaultChecked={initial?.approval !== "on_warning"} />
               Export it like any other
@@ -318,6 +293,7 @@ export function DestinationForm({
             label="Key template"
             defaultValue={initial?.keyTemplate ?? defaultTemplate}
             hint="From {order_id}, {order_name}, {table}, {version}, {file_name}, {file_id}, {date}; ends in {file_name} or {file_id}."
+            error={errorFor("template")}
           />
           <DialogFormButtons
             submitLabel={editing ? "Save" : "Add destination"}
@@ -339,6 +315,7 @@ function LabelledInput({
   placeholder,
   defaultValue,
   inputMode,
+  error,
 }: {
   id: string;
   name: string;
@@ -347,7 +324,10 @@ function LabelledInput({
   placeholder?: string;
   defaultValue?: string;
   inputMode?: "numeric";
+  /** A refusal about this field, shown under it. */
+  error?: string;
 }) {
+  const describedBy = [error && `${id}-error`, hint && `${id}-hint`].filter(Boolean).join(" ");
   return (
     <div className="space-y-1">
       <label htmlFor={id} className="block text-sm font-medium">
@@ -359,16 +339,33 @@ function LabelledInput({
         defaultValue={defaultValue}
         placeholder={placeholder}
         inputMode={inputMode}
-        aria-describedby={hint ? `${id}-hint` : undefined}
+        aria-describedby={describedBy || undefined}
+        aria-invalid={error ? true : undefined}
         autoComplete="off"
         spellCheck={false}
-        className={inputClass}
+        className={`${inputClass} ${error ? "border-red-600" : ""}`}
       />
+      <FieldError id={`${id}-error`} error={error} />
       {hint && (
         <p id={`${id}-hint`} className="text-xs text-slate-600">
           {hint}
         </p>
       )}
     </div>
+  );
+}
+
+/** A field's aria-invalid and aria-describedby while a refusal is about it. */
+function invalidProps(error: string | undefined, errorId: string) {
+  return error ? { "aria-invalid": true, "aria-describedby": errorId } : {};
+}
+
+/** A refusal shown under the field it is about. */
+function FieldError({ id, error }: { id: string; error?: string }) {
+  if (!error) return null;
+  return (
+    <p id={id} className="text-sm font-medium text-red-800" data-testid="field-error">
+      {error}
+    </p>
   );
 }

@@ -217,7 +217,10 @@ function LastUsed({ at, now }: { at: Date | null; now: Date }) {
   );
 }
 
-/** A retiring key has its replacement already (replacing it again would only add a key): revoke is what is left. */
+/**
+ * A retiring key has its replacement already (replacing it again would only add a key): revoke is
+ * what is left. A revoked key has no actions: it was stopped on purpose, and "Create key" makes a new one.
+ */
 function KeyActions({
   keyId,
   name,
@@ -236,7 +239,7 @@ function KeyActions({
         name={name}
         expiryChoices={[...API_KEY_EXPIRY_DAYS]}
         canRevokeOld={!revoked}
-        canReplace={!retiring}
+        canReplace={!retiring && !revoked}
       />
       {!revoked && <RevokeKeyButton keyId={keyId} name={name} />}
     </>

@@ -46,7 +46,7 @@ export default async function OrdersPage({ searchParams }: { searchParams: Promi
           {page.data.map((order) => (
             <li
               key={order.id}
-              className="flex flex-col gap-2 p-4 sm:flex-row sm:items-center sm:justify-between"
+              className="flex flex-col items-start gap-2 p-4 sm:flex-row sm:items-center sm:justify-between"
               data-testid="order-row"
             >
               <div className="min-w-0 space-y-1">

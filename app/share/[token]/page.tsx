@@ -83,7 +83,6 @@ export default async function SharedOrderPage({
         downloadHref={(fileId) => `/share/${encodeURIComponent(token)}/files/${fileId}`}
         loadPreview={(table) => sharedTablePreviewAction.bind(null, token, table)}
         filterRows={(table) => sharedFilterTableAction.bind(null, token, table)}
-        loadFilePreview={(fileId) => sharedPreviewAction.bind(null, token, fileId)}
         history={false}
       />
       <OrderFiles

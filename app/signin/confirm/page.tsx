@@ -21,8 +21,9 @@ const NOT_USABLE: Record<Exclude<SignInLinkState, "usable">, { title: string; de
 
 /**
  * The e-mailed link lands here, and only the button below uses the single-use token: mail
- * scanners that open links would otherwise spend it before the buyer clicks. The page checks
- * the link without using it, so a used or expired one offers a new link straight away.
+ * scanners that open links would otherwise spend it before the buyer clicks (and hold the session
+ * it opens). The page checks the link without using it, so a used or expired one offers a new
+ * link straight away. Its Sign in is the page's one: the header offers none here.
  */
 export default async function ConfirmSignInPage({
   searchParams,
@@ -62,10 +63,17 @@ export default async function ConfirmSignInPage({
       <p className="text-slate-700">
         Continue as <strong>{email}</strong>.
       </p>
-      {/* A full navigation to next-auth's callback (an API route), not a client-side transition. */}
-      <a href={`/api/auth/callback/email?${callback}`} className={buttonClass("primary")}>
-        Sign in
-      </a>
+      {/* A form, not a link: a mail scanner that follows a page's links never submits it. A full
+          POST to next-auth's callback (an API route; it reads the token from the query), not a
+          client-side transition. The button has the focus: Enter signs in too. */}
+      <form method="post" action={`/api/auth/callback/email?${callback}`}>
+        <button type="submit" className={buttonClass("primary")} autoFocus data-testid="confirm-sign-in">
+          Sign in
+        </button>
+      </form>
+      <p className="text-sm text-slate-600">
+        This one click keeps the link for you: programs that check links in e-mails open them too, and would use it up.
+      </p>
     </div>
   );
 }

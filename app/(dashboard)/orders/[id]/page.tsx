@@ -83,12 +83,13 @@ export default async function OrderPage({
               <dt className="font-medium text-slate-700">Delivery</dt>
               <dd data-testid="what-next">
                 Not delivered yet. The files appear here as they are added, and download once the order is delivered;
-                the API&apos;s <code className="font-mono text-xs">delivered_at</code> says when.
+                this page then says when it was.
               </dd>
             </>
           )}
         </dl>
-        {tables.length > 0 && (
+        {/* Only a delivered order's tables can be queried: a refunded or unfinished one would only be refused. */}
+        {tables.length > 0 && order.downloadable && (
           <p className="text-sm">
             <Link href={`/orders/${order.id}/query`} className={linkClass} data-testid="query-link">
               Query these tables with SQL
@@ -117,7 +118,6 @@ export default async function OrderPage({
         downloadHref={(fileId) => `/orders/${order.id}/files/${fileId}`}
         loadPreview={(table) => previewTableAction.bind(null, order.id, table)}
         filterRows={(table) => filterTableAction.bind(null, order.id, table)}
-        loadFilePreview={(fileId) => previewFileAction.bind(null, order.id, fileId)}
         loadChangesPreview={(fileId) => previewFileAction.bind(null, order.id, fileId)}
         history
         preparing={preparingRendition(query)}

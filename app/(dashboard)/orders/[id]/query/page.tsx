@@ -1,7 +1,6 @@
 import type { Metadata } from "next";
 import Link from "next/link";
 import { notFound } from "next/navigation";
-import { notDownloadableReason } from "@/components/order-files";
 import { Notice, linkClass } from "@/components/ui";
 import { currentBuyer, requireBuyer } from "@/lib/auth/session";
 import { AppError } from "@/lib/errors";
@@ -66,7 +65,11 @@ export default async function QueryPage({
       </header>
       {!order.downloadable ? (
         <Notice tone="warning">
-          <span data-testid="query-refused">{notDownloadableReason(order.status)} Its tables can be queried then.</span>
+          <span data-testid="query-refused">
+            {order.status === "refunded"
+              ? "This order was refunded, so its tables can no longer be queried."
+              : "This order is not delivered yet. Its tables can be queried once it is delivered."}
+          </span>
         </Notice>
       ) : tables.length === 0 ? (
         <Notice tone="info">This order has no tables to query: its files are listed on the order page.</Notice>
