@@ -6,6 +6,7 @@ import { DEMO_EMAIL } from "../lib/docs/examples";
 import { closeEnginePool } from "../lib/engine/engine-pool";
 import { addOrderFile, createOrder } from "../lib/operator/orders";
 import { processPendingNow } from "../lib/tables/pipeline";
+import { describeTable, setCadence } from "../lib/tables/dictionary";
 import { publishTable } from "../lib/tables/publish";
 import type { OrderStatus } from "../lib/schemas/order-status";
 import { enableSocialAccess, importSocialProfiles } from "../lib/social/admin";
@@ -122,10 +123,30 @@ async function dateVersions(buyerId: string): Promise<void> {
   }
 }
 
+/** The price list's data dictionary and its weekly cadence, so the demo shows what a table promises. */
+async function describeRefreshedTable(buyerId: string): Promise<void> {
+  const order = await db().order.findFirstOrThrow({ where: { buyerId, status: "delivered" }, select: { id: true } });
+  await describeTable(order.id, PRICES_TABLE, {
+    description: "The shop's price list, scraped every week: one row per product on sale that week.",
+    columns: [
+      {
+        name: "sku",
+        description: "The shop's stock-keeping unit: the same product keeps it every week.",
+        example: "SKU-1001",
+      },
+      { name: "title", description: "The product's name as the shop lists it." },
+      { name: "price_eur", description: "The listed price, VAT included.", unit: "EUR", example: "1.37" },
+      { name: "in_stock", description: "Whether the shop showed the product as available." },
+    ],
+  });
+  await setCadence(order.id, PRICES_TABLE, { every: "7d" });
+}
+
 /**
  * Loads the demo: one buyer (demo@example.com) with a delivered, a refunded and an unfinished
  * order carrying small real files (each data file a table of its own, plus a weekly price list
- * refreshed as three versions, with their change files), Social API access and a few profiles.
+ * refreshed as three versions, with their change files, described and with a weekly cadence), Social API
+ * access and a few profiles.
  * Skipped if the demo buyer already has orders, so it is safe to run twice.
  */
 export async function seedDemo(log: (message: string) => void = console.log): Promise<void> {
@@ -157,6 +178,7 @@ export async function seedDemo(log: (message: string) => void = console.log): Pr
   // the API reference's examples are there, final, from the first page.
   await processPendingNow();
   await dateVersions(buyer.id);
+  await describeRefreshedTable(buyer.id);
   await closeEnginePool();
   await enableSocialAccess(buyer.id, 1000, 30);
   const report = await importSocialProfiles(path.resolve("prisma/seed/social-profiles.ndjson"));

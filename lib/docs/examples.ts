@@ -81,9 +81,14 @@ async function demoExamples(document: OpenApiDocument): Promise<ApiExamples | un
         fetched_at: profile.fetchedAt.toISOString(),
       }),
     },
-    tables: (await demoTableExamples(buyer.id, delivered.id)) ?? schemaTableExamples(document, delivered.id),
+    tables:
+      (await demoTableExamples(buyer.id, delivered.id, apiOrigin(document))) ??
+      schemaTableExamples(document, delivered.id),
   };
 }
+
+/** The site's origin, from the document's server (`<origin>/api/v1`). */
+const apiOrigin = (document: OpenApiDocument) => (document.servers?.[0]?.url ?? "").replace(/\/api\/v1$/, "");
 
 function schemaExamples(document: OpenApiDocument): ApiExamples {
   const schemas = document.components?.schemas ?? {};

@@ -28,6 +28,7 @@ type Operation = {
 };
 export type OpenApiDocument = {
   info?: { description?: string };
+  servers?: { url: string }[];
   paths?: Record<string, Record<string, Operation>>;
   components?: { schemas?: Record<string, JsonSchema> };
 };

@@ -2,6 +2,8 @@ import { readTableRows, rowsPageJson } from "../explore/rows";
 import { runOrderSql, sqlAnswerJson } from "../explore/sql";
 import { db } from "../db/client";
 import { qualityReportJson, tableJson, versionJson, versionPageJson } from "../tables/queries";
+import { tableContract } from "../tables/contract";
+import { stringify as yamlText } from "yaml";
 import type { OpenApiDocument } from "./reference";
 import { exampleOf } from "./reference";
 
@@ -17,7 +19,8 @@ export type TableExamples = Record<
   | "downloadChanges"
   | "readTableRows"
   | "downloadTableSubset"
-  | "runOrderSql",
+  | "runOrderSql"
+  | "getTableContract",
   ExampleCall
 >;
 
@@ -58,6 +61,7 @@ function paths(orderId: string) {
     readTableRows: withQuery(`${base}/${table}/rows`, rows),
     downloadTableSubset: withQuery(`${base}/${table}/subset`, subset),
     runOrderSql: withQuery(`/orders/${orderId}/sql`, sql),
+    getTableContract: `${base}/${refreshed}/contract`,
   };
 }
 
@@ -65,7 +69,11 @@ function paths(orderId: string) {
  * The demo account's own answers, read as the API reads them (no rate limit is used). The rows and SQL answers come
  * from the data engine; they are the same for the same versions, so they are kept for as long as those are current.
  */
-export async function demoTableExamples(buyerId: string, orderId: string): Promise<TableExamples | undefined> {
+export async function demoTableExamples(
+  buyerId: string,
+  orderId: string,
+  origin: string,
+): Promise<TableExamples | undefined> {
   const { refreshed, version, table, rows, sql } = TABLE_EXAMPLE;
   const current = await db().orderTable.findMany({
     where: { orderId, name: { in: [refreshed, table] } },
@@ -111,7 +119,19 @@ export async function demoTableExamples(buyerId: string, orderId: string): Promi
     readTableRows: { path: at.readTableRows, body: engine?.rows },
     downloadTableSubset: { path: at.downloadTableSubset },
     runOrderSql: { path: at.runOrderSql, body: engine?.sql },
+    getTableContract: { path: at.getTableContract, body: await contractYaml(buyerId, orderId, refreshed, origin) },
   };
+}
+
+/** The demo table's data contract as the API answers it (YAML), with the page's own address in it. */
+async function contractYaml(buyerId: string, orderId: string, table: string, origin: string): Promise<string> {
+  return (
+    await tableContract(buyerId, orderId, table, {
+      json: false,
+      origin,
+      supportEmail: process.env.SUPPORT_EMAIL || undefined,
+    })
+  ).body;
 }
 
 let kept: { key: string; answers: Promise<{ rows: string; sql: string } | undefined> } | undefined;
@@ -136,5 +156,6 @@ export function schemaTableExamples(document: OpenApiDocument, orderId: string):
     readTableRows: { path: at.readTableRows, body: body("RowsPage") },
     downloadTableSubset: { path: at.downloadTableSubset },
     runOrderSql: { path: at.runOrderSql, body: body("SqlResult") },
+    getTableContract: { path: at.getTableContract, body: yamlText(exampleOf(document, schemas.DataContract)) },
   };
 }

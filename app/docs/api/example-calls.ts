@@ -88,6 +88,16 @@ function tableExampleFor(id: string, tables: TableExamples, api: string): Exampl
       return json(id, curl(AUTH, ...getWith(`${api}${withoutQuery(tables.readTableRows.path)}`, TABLE_EXAMPLE.rows)));
     case "runOrderSql":
       return json(id, curl(AUTH, ...getWith(`${api}${withoutQuery(tables.runOrderSql.path)}`, TABLE_EXAMPLE.sql)));
+    case "getTableContract":
+      return {
+        path: tables.getTableContract.path,
+        request: [
+          '# YAML by default; add -H "Accept: application/json" for JSON',
+          curl(AUTH, `"${api}${tables.getTableContract.path}"`, "-o weekly_prices.odcs.yaml"),
+        ].join("\n"),
+        response: tables.getTableContract.body,
+        responseLabel: "200 response (application/yaml)",
+      };
     case "downloadChanges":
       return {
         path: tables.downloadChanges.path,
