@@ -6,7 +6,7 @@ import { textResponse } from "../http/text-response";
 import { route } from "./route-spec";
 
 /**
- * `GET /orders/{id}/tables/{name}/contract` (contract Part 9): the table's ODCS data contract, YAML
+ * `GET /orders/{id}/tables/{name}/contract` (docs/tables.md, "What a table promises"): the table's ODCS data contract, YAML
  * unless the request's Accept names JSON first, with an ETag per body and 304 on If-None-Match.
  */
 export const contractRoute = route({

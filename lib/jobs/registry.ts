@@ -19,7 +19,7 @@ const DEFAULT_SUBSET_SWEEP_CRON = "17 * * * *";
 
 /**
  * The worker of this application's jobs: webhook deliveries (and a sweep for stranded ones each minute), the key lifecycle (on a cron, and
- * once at start), file profiles, table versions (and the hourly removal of failed publications' parts), table subsets (and their hourly sweep, once at start too), export runs (and their sweep) and notice e-mails. Run inside the app's process unless JOBS_WORKER=off, or on
+ * once at start), file profiles, table versions (and the hourly removal of failed publications' parts), table subsets (and their hourly sweep, once at start too), the lateness watch on tables' cadences (each minute), export runs (and their sweep) and notice e-mails. Run inside the app's process unless JOBS_WORKER=off, or on
  * its own with `npm run worker`; any number may run against one database.
  */
 export async function startJobWorker(): Promise<() => Promise<void>> {
@@ -95,7 +95,7 @@ export async function startJobWorker(): Promise<() => Promise<void>> {
     logger().warn({ ...errorFields(error) }, "subset sweep: first run not queued"),
   );
   logger().info(
-    "Job worker started (webhooks, key lifecycle, file profiles, table versions, subsets, exports, e-mail).",
+    "Job worker started (webhooks, key lifecycle, file profiles, table versions, freshness, subsets, exports, e-mail).",
   );
   // Jobs in hand finish first; then the engine processes they used go.
   return () => stop().finally(closeEnginePool);

@@ -1,7 +1,7 @@
 import { Prisma } from "../db/client";
 
 /**
- * The SQL that adds what a table promises (contract Part 9) to the API's Table and Version JSON:
+ * The SQL that adds what a table promises (docs/tables.md, "What a table promises") to the API's Table and Version JSON:
  * its columns with the dictionary's description, unit and example, and its freshness. `t` is an
  * order_tables alias, `columns` a jsonb array of {name, type, nullable}, `createdAt` the current
  * version's time. Kept beside the Table's JSON (./queries.ts), which every door reads.

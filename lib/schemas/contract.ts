@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /**
- * The data contract of a table (contract Part 9): the part of the Open Data Contract Standard v3.1.0
+ * The data contract of a table (docs/tables.md, "What a table promises"): the part of the Open Data Contract Standard v3.1.0
  * (ODCS, Bitol) this API writes, described once here for the OpenAPI document and the tests; the
  * tests also hold every document to the official ODCS JSON Schema (tests/fixtures/odcs).
  */

@@ -7,7 +7,7 @@ import { checkSettings } from "./quality-checks";
 import { tableContractSource, type ContractSource } from "./queries";
 
 /**
- * A table's data contract (contract Part 9) in the Open Data Contract Standard v3.1.0: built on each
+ * A table's data contract (docs/tables.md, "What a table promises"), in the Open Data Contract Standard v3.1.0: built on each
  * request from what the table is now (its current version's columns and nullability, its key, its
  * data dictionary, the quality checks that gate its versions, its cadence), so it is kept true by the
  * same checks that judge every version. YAML by default, JSON on request; the ETag is the body's.

@@ -5,7 +5,7 @@ import { findOrderForOperator } from "../orders/files";
 import { CADENCE_MAX_SECONDS, CADENCE_MIN_SECONDS, durationWords, isoDuration, parseDuration } from "./durations";
 
 /**
- * What a table promises (contract Part 9), set by the operator: the data dictionary (`table:describe`:
+ * What a table promises (docs/tables.md, "What a table promises"), set by the operator: the data dictionary (`table:describe`:
  * the table's description, each column's description, unit and example) and the refresh cadence
  * (`table:cadence`). Both are the table's, not a version's: every version shows the current ones, and
  * a column new in a version has no description until described. Every refusal is an

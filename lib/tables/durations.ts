@@ -1,5 +1,5 @@
 /**
- * The durations of a table's cadence (contract Part 9): what an operator types (`1h`, `6h`, `1d12h`,
+ * The durations of a table's cadence (docs/tables.md, "What a table promises"): what an operator types (`1h`, `6h`, `1d12h`,
  * `90d`, or ISO 8601 such as `P1D` and `PT6H`) read as seconds, and seconds written back as ISO 8601
  * (`P1D`, `PT6H`, `P22DT12H`), the form the API and the data contract show.
  */

@@ -4,7 +4,7 @@ import { durationWords } from "./durations";
 import { noticeView } from "./notices";
 
 /**
- * The watch on each table's promised cadence (contract Part 9): a table with a cadence whose next
+ * The watch on each table's promised cadence (docs/tables.md, "What a table promises"): a table with a cadence whose next
  * version is not made by its expected_by (the current version's time plus the cadence plus its grace)
  * gets a `delay` notice by itself, with its `table.notice` event, once per lateness. Every worker runs
  * this each minute; the notice is recorded only by the instance whose update moved the table's

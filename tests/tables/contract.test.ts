@@ -14,7 +14,7 @@ import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures"
 import { startServer, type TestServer } from "../helpers/server";
 
 /**
- * The data contract (contract Part 9): `GET .../tables/{name}/contract` answers the table's ODCS
+ * The data contract (docs/tables.md, "What a table promises"): `GET .../tables/{name}/contract` answers the table's ODCS
  * v3.1.0 document, valid against the official JSON Schema vendored in vendor/odcs (Ajv, draft
  * 2019-09, with formats): a table with a key, a dictionary, checks and a 1-day cadence names them
  * all. YAML by default, JSON on request, an ETag per body and 304; another buyer's table is a 404.

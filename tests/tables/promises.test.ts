@@ -15,7 +15,7 @@ import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures"
 import { startServer, TEST_AUTH_SECRET, type TestServer } from "../helpers/server";
 
 /**
- * What a table promises (contract Part 9), set by the operator and read by the buyer: the data
+ * What a table promises (docs/tables.md, "What a table promises"), set by the operator and read by the buyer: the data
  * dictionary (`table:describe`: flags and a JSON or YAML file, only what a call names changes, the
  * table's for every version) and the cadence (`table:cadence`), with `freshness` on the Table, the
  * automatic `delay` notice posted once per lateness whatever the number of watchers, and the next
