@@ -12,15 +12,7 @@ import {
   type TableDictionary,
 } from "../../lib/tables/dictionary";
 import { readDictionaryFile } from "./dictionary-file";
-import {
-  assertReadableFile,
-  command,
-  interruption,
-  readableFile,
-  text,
-  wholeNumber,
-  type Command,
-} from "./command";
+import { assertReadableFile, command, interruption, readableFile, text, wholeNumber, type Command } from "./command";
 
 /** Tables: publishing a version from parts, reading and trimming the history. */
 
