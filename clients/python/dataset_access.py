@@ -9,6 +9,7 @@
     client.download(order, "products.csv", "products.parquet", format="parquet")   # its rendition
     report = dataset_access.sync(client, "data/")               # mirror every delivered order
     frame = client.read_pandas(order, "products.csv")           # a DataFrame (needs pandas)
+    contract = client.contract(order_id, "products")       # its data contract, ODCS YAML (format="json": a dict)
     rows = client.rows(order_id, "products", columns=["id", "price"], where="price > 10")   # list of dicts
     answer = client.sql(order_id, 'SELECT count(*) AS n FROM "products"', as_pandas=True)  # a DataFrame
 
@@ -17,6 +18,7 @@
     python3 dataset_access.py changes --order ORDER --table NAME --since N --dir changes/ [--format jsonl]
                                       [--accept-warnings]
     python3 dataset_access.py quality --order ORDER --table NAME [--version N]
+    python3 dataset_access.py contract --order ORDER --table NAME [--json]
     python3 dataset_access.py rows --order ORDER --table NAME [--version N] [--columns a,b] [--where EXPR]
                                    [--order-by "col [asc|desc],..."] [--limit N] [--offset N] [--all] [--csv]
     python3 dataset_access.py sql --order ORDER --query "SELECT ..." [--limit N] [--csv]
@@ -259,7 +261,7 @@ class Client:
     def _backoff(self, attempt):
         return random.uniform(0, min(self.max_delay, 0.5 * 2 ** attempt))
 
-    def _request(self, path):
+    def _request(self, path, accept="application/json"):
         """GET an API path: (status, headers, body bytes); a redirect is answered, not followed."""
         url = self.base + path
         for attempt in range(self.max_retries + 1):
@@ -269,7 +271,7 @@ class Client:
                 pause -= self.max_delay
             self._pacer.sending()
             request = urllib.request.Request(
-                url, headers={"Authorization": "Bearer " + self.api_key, "User-Agent": USER_AGENT}
+                url, headers={"Authorization": "Bearer " + self.api_key, "User-Agent": USER_AGENT, "Accept": accept}
             )
             try:
                 with self._api.open(request, timeout=60) as response:
@@ -492,6 +494,18 @@ class Client:
                 raise DatasetAccessError(404, {"code": "version_not_found",
                                                "detail": "Table %s has no version yet." % table})
         return self._json("%s/versions/%d/quality" % (self._table_path(order_id, table), int(version)))
+
+    def contract(self, order_id, table, format="yaml"):
+        """The table's data contract (ODCS v3.1.0: its columns and key, the data dictionary, the quality checks, the
+        cadence), made by the server from what the table is now: the YAML text as served (no YAML parser is needed,
+        nor used), or with format="json" the JSON document as a dict."""
+        if format not in ("yaml", "json"):
+            raise ValueError('format must be "yaml" or "json", not %r.' % (format,))
+        status, headers, body = self._request(self._table_path(order_id, table) + "/contract",
+                                              accept="application/" + format)
+        if status != 200:
+            raise _problem(status, headers, body)
+        return json.loads(body) if format == "json" else body.decode("utf-8")
 
     def changes_link(self, order_id, table, version, format="parquet"):
         """A fresh signed link to a version's change file (parquet, or its csv or jsonl form), not followed;
@@ -1454,6 +1468,12 @@ def _for_terminal(value):
     return escaped
 
 
+def _text_for_terminal(text):
+    """A whole document from the server (the contract's YAML) safe for a terminal: escaped but its line breaks,
+    never cut."""
+    return _UNPRINTABLE.sub(lambda match: "\n" if match.group() == "\n" else _escape(match), text)
+
+
 def _count_of(count, singular, plural=None):
     """'1 delivered order', '2 delivered orders': a count with its noun as a person reads it."""
     return "%d %s" % (count, singular if count == 1 else plural or singular + "s")
@@ -1703,6 +1723,19 @@ def _sql_command(client, args, as_json):
     return EXIT_OK
 
 
+def _contract_command(client, args):
+    """The table's data contract: the YAML as served (also off a terminal: `> contract.yaml` gets the server's
+    file), or with --json the JSON document; on a terminal its control characters are escaped."""
+    if not args.order or not args.table:
+        raise _UsageError("contract needs --order ID --table NAME.")
+    if args.json:
+        print(json.dumps(client.contract(args.order, args.table, format="json"), indent=2, ensure_ascii=False))
+    else:
+        text = client.contract(args.order, args.table)
+        sys.stdout.write(_text_for_terminal(text) if sys.stdout.isatty() else text)
+    return EXIT_OK
+
+
 # The API's query parameters a detail starts with ("q: the query is empty."), as this command's flags.
 _FLAG_OF_PARAMETER = {"q": "--query", "where": "--where", "columns": "--columns", "order_by": "--order-by"}
 
@@ -1771,6 +1804,11 @@ def _main(argv):
     judged.add_argument("--table", required=True)
     judged.add_argument("--version", type=int)
     judged.add_argument("--json", action="store_true")
+    promised = commands.add_parser("contract", help="the table's data contract (ODCS v3.1.0: columns, key, "
+                                   "descriptions, quality checks, cadence) as YAML, or as JSON with --json")
+    for name in ("--order", "--table"):
+        promised.add_argument(name)
+    promised.add_argument("--json", action="store_true")
     reading = commands.add_parser("rows", help="a table's rows, filtered on the server (--all: every page from "
                                   "--offset on, --limit rows a page)")
     for name in ("--order", "--table", "--version", "--columns", "--where", "--order-by", "--limit", "--offset"):
@@ -1798,6 +1836,8 @@ def _main(argv):
         client = Client(rendition_wait=getattr(args, "rendition_wait", DEFAULT_RENDITION_WAIT),
                         on_wait=None if as_json else lambda reason, s: s >= 1 and print(
                             "(waiting %d s: %s)" % (s, _WAITING_FOR[reason]), file=sys.stderr))
+        if args.command == "contract":
+            return _contract_command(client, args)
         if args.command == "rows":
             return _rows_command(client, args, as_json)
         if args.command == "sql":

@@ -50,6 +50,12 @@ describe.each(CLIS)("$name", ({ name, run, usage }) => {
     ["a bad number", ["rows", "--order", "ord_x", "--table", "t", "--offset", "-1"], SETTINGS, /offset/],
     ["a limit out of range", ["sql", "--order", "ord_x", "--query", "SELECT 1", "--limit", "0"], SETTINGS, /--limit/],
     ["rows without --table", ["rows", "--order", "ord_x"], SETTINGS, /rows needs --order ID --table NAME\./],
+    [
+      "contract without --table",
+      ["contract", "--order", "ord_x"],
+      SETTINGS,
+      /contract needs --order ID --table NAME\./,
+    ],
     ["sql without --query", ["sql", "--order", "ord_x"], SETTINGS, /sql needs --order ID --query/],
     ["no server", ["orders"], noUrl, /^No server URL: set DATASET_ACCESS_URL to the site's address/],
     ["no key", ["orders"], noKey, /^No API key: set DATASET_ACCESS_KEY to an API key with datasets:read\.$/],

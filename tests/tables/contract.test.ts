@@ -1,7 +1,4 @@
-import { promises as fs } from "node:fs";
 import { Readable } from "node:stream";
-import { Ajv2019 } from "ajv/dist/2019.js";
-import addFormats from "ajv-formats";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { dataContractSchema, type DataContract } from "../../lib/schemas/contract";
@@ -11,6 +8,7 @@ import { publishTable } from "../../lib/tables/publish";
 import { tableChecks } from "../../lib/tables/quality-admin";
 import { createTestEnvironment } from "../helpers/database";
 import { apiKey, buyer, order, type TestEnvironment } from "../helpers/fixtures";
+import { odcsCheck } from "../helpers/odcs";
 import { startServer, type TestServer } from "../helpers/server";
 
 /**
@@ -24,18 +22,11 @@ let env: TestEnvironment;
 let server: TestServer;
 const fixtures = {} as { orderId: string; key: string; otherKey: string; plainOrderId: string };
 
-const validate = new Ajv2019({ allErrors: true, strict: false });
-addFormats.default(validate);
 let checkOdcs: (document: unknown) => void;
 
 beforeAll(async () => {
   env = await createTestEnvironment("contract");
-  const schema = JSON.parse(await fs.readFile("vendor/odcs/odcs-json-schema-v3.1.0.json", "utf8"));
-  const compiled = validate.compile(schema);
-  checkOdcs = (document) => {
-    const valid = compiled(document);
-    expect(valid, JSON.stringify(compiled.errors, null, 2)).toBe(true);
-  };
+  checkOdcs = await odcsCheck();
   const account = await buyer("contract");
   fixtures.orderId = (await order(account.id)).id;
   fixtures.plainOrderId = (await order(account.id)).id;

@@ -25,6 +25,7 @@ import { sync, type RefundedOrder, type SyncReport } from "./sync.js";
 import { countOf, forTerminal } from "./terminal.js";
 import { USAGE, USAGE_LINE, UsageError } from "./usage.js";
 import { rowsCommand, sqlCommand } from "./cli-explore.js";
+import { contractCommand } from "./cli-contract.js";
 
 /** Exit codes, as the README documents them. */
 export const EXIT = { ok: 0, failedFiles: 1, usage: 2, refused: 3, network: 4 } as const;
@@ -226,7 +227,7 @@ function namingFlags(detail: string): string {
   );
 }
 
-const COMMANDS = ["orders", "download", "sync", "tables", "changes", "quality", "rows", "sql"];
+const COMMANDS = ["orders", "download", "sync", "tables", "changes", "quality", "contract", "rows", "sql"];
 
 /** The package's version, from its package.json (beside dist/ and src/ alike). */
 function packageVersion(): string {
@@ -383,6 +384,8 @@ async function main(argv: string[]): Promise<number> {
       }
       return EXIT.ok;
     }
+    case "contract":
+      return contractCommand(client, values);
     case "rows":
       return rowsCommand(client, values, { json, csv: values.csv });
     case "sql":

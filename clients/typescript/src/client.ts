@@ -1,5 +1,6 @@
 import createFetchClient from "openapi-fetch";
 import path from "node:path";
+import { contractMethods } from "./contract.js";
 import { exploreMethods } from "./explore.js";
 import { downloadVerified, type CheckedDownload, type DownloadResult, type ExpectedFile } from "./download.js";
 import {
@@ -272,12 +273,15 @@ export function createClient(options: ClientOptions = {}) {
   const ordersPath = (orderId: string) => `${apiBase(baseUrl!)}/orders/${encodeURIComponent(orderId)}`;
   const tablePath = (orderId: string, table: string) => `${ordersPath(orderId)}/tables/${encodeURIComponent(table)}`;
 
-  /** GET a URL of the API as JSON, or the typed exception for its problem answer. */
-  async function getJson<T>(url: string): Promise<T> {
-    const response = await transport.fetch(url, { headers: { authorization: `Bearer ${apiKey}` } });
+  /** GET a URL of the API as text of the type `accept` names, or the typed exception for its problem answer. */
+  async function getText(url: string, accept: string): Promise<string> {
+    const response = await transport.fetch(url, { headers: { authorization: `Bearer ${apiKey}`, accept } });
     if (response.status !== 200) throw await problemError(response);
-    return (await response.json()) as T;
+    return response.text();
   }
+
+  /** GET a URL of the API as JSON, or the typed exception for its problem answer. */
+  const getJson = async <T>(url: string): Promise<T> => JSON.parse(await getText(url, "application/json")) as T;
 
   /** The order's tables, each as of its current version (an order read; `[]` from a server without tables). */
   async function listTables(orderId: string): Promise<Table[]> {
@@ -382,6 +386,8 @@ export function createClient(options: ClientOptions = {}) {
       /** A page of a table's rows, filtered on the server; rowPages follows every page. */
       rows: explore.rows,
       rowPages: explore.rowPages,
+      /** The table's data contract (ODCS v3.1.0): `contract` the JSON document, `contractYaml` the YAML text. */
+      ...contractMethods(getText, tablePath),
     },
     /** How long a download waits in all for a rendition being made (ms). */
     renditionWaitMs: options.renditionWaitMs ?? DEFAULT_RENDITION_WAIT_MS,

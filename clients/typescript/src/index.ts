@@ -20,6 +20,7 @@ export {
   type ChangesOptions,
   type ChangesReport,
 } from "./changes.js";
+export type { DataContract } from "./contract.js";
 export {
   rowObjects,
   type ResultColumn,

@@ -13,6 +13,9 @@ Commands:
                               version whose quality is not passed, unless --accept-warnings
   quality --order ID --table NAME [--version N]
                               a version's quality report (default: the current version)
+  contract --order ID --table NAME [--json]
+                              the table's data contract (ODCS v3.1.0: columns, key,
+                              descriptions, quality checks, cadence) as YAML, or as JSON
   rows --order ID --table NAME [--version N] [--columns a,b] [--where EXPR]
        [--order-by "col [asc|desc],..."] [--limit N] [--offset N] [--all]
                               a table's rows, filtered on the server (--all: every
@@ -33,7 +36,8 @@ Options:
   --delete              sync: remove the local copies of refunded orders, and the files
                         that left a delivered order's list (a new snapshot version's old parts)
   --accept-warnings     changes: apply versions whose quality is warned or released too
-  --json                print a JSON report on stdout (the default when stdout is not a terminal)
+  --json                print a JSON report on stdout (the default when stdout is not a terminal;
+                        contract: its JSON document, YAML without --json)
   --csv                 rows, sql: print the rows as CSV (a header line, then one line a row)
   -h, --help            this help
   -V, --version         the command's version
