@@ -220,6 +220,12 @@ test("a share page shows each table's current version, without its history", asy
   // The data contract is the buyer's to download: a share page shows the freshness, not the contract.
   await expect(table.getByTestId("table-freshness")).toHaveText("No refresh cadence promised.");
   await expect(table.getByTestId("table-contract")).toHaveCount(0);
+  // Its address asks for a session: without one it sends to sign-in, back to the order page after.
+  const signedOut = await page.request.get(`/orders/${account.delivered.id}/tables/prices/contract`, {
+    maxRedirects: 0,
+  });
+  expect(signedOut.status()).toBe(302);
+  expect(signedOut.headers().location).toMatch(/\/signin\?callbackUrl=%2Forders%2Ford_/);
   await table.getByRole("button", { name: "Preview prices, version 3" }).click();
   const preview = page.getByRole("dialog", { name: "Preview of prices, version 3" });
   await expect(preview.getByTestId("preview-summary")).toHaveText("The first 20 of 40 rows.");
@@ -287,10 +293,14 @@ test("a table's description, data dictionary, freshness, lateness and data contr
   const other = await buyer("e2e-table-promises-other");
   const theirs = await order(other.id, { name: "Someone else's prices", status: "delivered" });
   await db().orderTable.create({ data: { orderId: theirs.id, name: "prices" } });
-  for (const address of [`/orders/${theirs.id}/tables/prices/contract`, `/orders/${orderId}/tables/nope/contract`]) {
+  for (const [address, said] of [
+    [`/orders/${theirs.id}/tables/prices/contract`, "No such order or table here."],
+    [`/orders/${orderId}/tables/nope/contract`, "No such order or table here."],
+    [`/orders/${orderId}/tables/prices/contract?format=xml`, "No such format here: ask for yaml or json."],
+  ] as const) {
     const refused = await page.request.get(address);
     expect(refused.status(), address).toBe(404);
-    expect(await refused.text()).toBe("No such order or table here.");
+    expect(await refused.text()).toBe(said);
   }
 
   // A day and a half later with no new version the table is late: said in words, not by colour alone.
