@@ -9,6 +9,7 @@ import type { PreviewResult } from "@/lib/http/browser-download";
 import type { RowsResult, TableFilter } from "@/lib/http/browser-explore";
 import { formatBytes, formatDate } from "@/lib/format";
 import type { TableSummary, VersionSummary } from "@/lib/tables/history";
+import { ContractLinks, DataDictionary, TableDescription, TableFreshness, type TablePromises } from "./table-promises";
 import { Badge, Notice, linkClass } from "./ui";
 
 const count = (value: number) => value.toLocaleString("en-US");
@@ -18,6 +19,8 @@ const count = (value: number) => value.toLocaleString("en-US");
  * updated, a preview of its current version, its parts as the order lists them (each with its
  * downloads, original and other formats) and, on the dashboard, its version history with what
  * each version changed and the change file to download (`downloadHref` of a file id, as for files).
+ * What each table promises (its description, freshness and data dictionary) comes from the API's
+ * Table (`promises`, by name); its data contract downloads where `contractHref` is given.
  */
 export function OrderTables({
   tables,
@@ -29,8 +32,14 @@ export function OrderTables({
   loadChangesPreview,
   history,
   preparing,
+  promises,
+  contractHref,
 }: {
   tables: TableSummary[];
+  /** The API's Tables of the order: each one's description, dictionary and freshness, by name. */
+  promises: ({ name: string } & TablePromises)[];
+  /** Where a table's data contract downloads (a table with a version only); none on a share page. */
+  contractHref?: (table: string) => string;
   /** The order's listed files (the API's `files`): a table's parts are those whose `table` names it. */
   files: OrderFile[];
   downloadable: boolean;
@@ -74,49 +83,58 @@ export function OrderTables({
         </Notice>
       )}
       <ul className="divide-y divide-slate-100 rounded-lg border border-slate-200 bg-white">
-        {tables.map((table) => (
-          <li key={table.name} className="space-y-3 p-4" data-testid="table-row">
-            <div className="flex flex-col gap-3 sm:flex-row sm:items-start">
-              <div className="min-w-0 flex-1 space-y-1">
-                <h3 className="flex flex-wrap items-center gap-2">
-                  <span className="font-mono font-medium break-all">{table.name}</span>
-                  <Badge tone={table.mode === "append" ? "amber" : "green"}>{table.mode}</Badge>
-                </h3>
-                <dl className="grid grid-cols-[auto_1fr] gap-x-3 text-sm text-slate-600">
-                  <dt className="font-medium text-slate-700">Version</dt>
-                  <dd data-testid="table-version">{table.version ?? "none yet"}</dd>
-                  <dt className="font-medium text-slate-700">Rows</dt>
-                  <dd>{table.rows === null ? "—" : count(table.rows)}</dd>
-                  <dt className="font-medium text-slate-700">Updated</dt>
-                  <dd>{formatDate(table.updatedAt)}</dd>
-                  <dt className="font-medium text-slate-700">Key</dt>
-                  <dd className="font-mono text-xs break-all">{table.key.length ? table.key.join(", ") : "none"}</dd>
-                </dl>
+        {tables.map((table) => {
+          const promised = promises.find((entry) => entry.name === table.name);
+          return (
+            <li key={table.name} className="space-y-3 p-4" data-testid="table-row">
+              <div className="flex flex-col gap-3 sm:flex-row sm:items-start">
+                <div className="min-w-0 flex-1 space-y-1">
+                  <h3 className="flex flex-wrap items-center gap-2">
+                    <span className="font-mono font-medium break-all">{table.name}</span>
+                    <Badge tone={table.mode === "append" ? "amber" : "green"}>{table.mode}</Badge>
+                  </h3>
+                  <TableDescription description={promised?.description ?? null} />
+                  <dl className="grid grid-cols-[auto_1fr] gap-x-3 text-sm text-slate-600">
+                    <dt className="font-medium text-slate-700">Version</dt>
+                    <dd data-testid="table-version">{table.version ?? "none yet"}</dd>
+                    <dt className="font-medium text-slate-700">Rows</dt>
+                    <dd>{table.rows === null ? "—" : count(table.rows)}</dd>
+                    <dt className="font-medium text-slate-700">Updated</dt>
+                    <dd>{formatDate(table.updatedAt)}</dd>
+                    <dt className="font-medium text-slate-700">Key</dt>
+                    <dd className="font-mono text-xs break-all">{table.key.length ? table.key.join(", ") : "none"}</dd>
+                  </dl>
+                  <TableFreshness freshness={promised?.freshness ?? null} />
+                  {contractHref && table.version !== null && (
+                    <ContractLinks table={table.name} href={contractHref(table.name)} />
+                  )}
+                </div>
+                {downloadable && table.version !== null && (
+                  <FilePreview
+                    fileName={`${table.name}, version ${table.version}`}
+                    load={loadPreview(table.name)}
+                    filter={filterRows(table.name)}
+                  />
+                )}
               </div>
-              {downloadable && table.version !== null && (
-                <FilePreview
-                  fileName={`${table.name}, version ${table.version}`}
-                  load={loadPreview(table.name)}
-                  filter={filterRows(table.name)}
-                />
-              )}
-            </div>
-            <TableParts
-              table={table}
-              parts={files.filter((file) => file.table?.name === table.name)}
-              downloadable={downloadable}
-              downloadHref={downloadHref}
-            />
-            {history && table.versions.length > 0 && (
-              <VersionHistory
+              <DataDictionary table={table.name} columns={promised?.columns ?? null} />
+              <TableParts
                 table={table}
+                parts={files.filter((file) => file.table?.name === table.name)}
                 downloadable={downloadable}
                 downloadHref={downloadHref}
-                loadChangesPreview={loadChangesPreview}
               />
-            )}
-          </li>
-        ))}
+              {history && table.versions.length > 0 && (
+                <VersionHistory
+                  table={table}
+                  downloadable={downloadable}
+                  downloadHref={downloadHref}
+                  loadChangesPreview={loadChangesPreview}
+                />
+              )}
+            </li>
+          );
+        })}
       </ul>
     </section>
   );

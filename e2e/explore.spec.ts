@@ -2,6 +2,7 @@ import { Readable } from "node:stream";
 import type { Download, Locator, Page } from "@playwright/test";
 import { db } from "../lib/db/client";
 import { createShareLink } from "../lib/share-links";
+import { describeTable } from "../lib/tables/dictionary";
 import { publishTable } from "../lib/tables/publish";
 import { buyer, order } from "../tests/helpers/fixtures";
 import { expect, expectNoAxeViolations, screenshot, signIn, test } from "./helpers";
@@ -111,8 +112,27 @@ async function expectFilterRefusals(preview: Locator) {
   }
 }
 
+/** The sidebar shows the table's description and, under a described column, what it holds (also its tooltip). */
+async function expectSidebarDictionary(page: Page) {
+  const sidebar = page.getByTestId("query-tables");
+  await expect(sidebar.getByTestId("query-table-description")).toHaveText("Shelf prices of every listed product.");
+  const price = sidebar
+    .getByRole("list", { name: "Columns of prices" })
+    .getByRole("listitem")
+    .filter({ hasText: /^price/ });
+  await expect(price.getByTestId("query-column-description")).toBeVisible();
+  await expect(price.getByTestId("query-column-description")).toHaveText("Price in euros, VAT included. Unit: EUR");
+  await expect(price).toHaveAttribute("title", "Price in euros, VAT included. · Unit: EUR");
+  // A column nobody described shows its name and type only.
+  await expect(sidebar.getByTestId("query-column-description")).toHaveCount(1);
+}
+
 test("a query on the Query page, its grid, its CSV and the history, desktop and phone", async ({ page }) => {
   const account = await buyerWithPriceTable("e2e-query");
+  await describeTable(account.delivered.id, "prices", {
+    description: "Shelf prices of every listed product.",
+    columns: [{ name: "price", description: "Price in euros, VAT included.", unit: "EUR" }],
+  });
   await signIn(page, account.email);
   await page.goto(`/orders/${account.delivered.id}`);
   await page.getByRole("link", { name: "Query these tables with SQL" }).click();
@@ -120,8 +140,9 @@ test("a query on the Query page, its grid, its CSV and the history, desktop and 
   await expect(page.getByRole("list", { name: "Columns of prices" }).getByRole("listitem")).toHaveText([
     /^sku\s*VARCHAR/,
     /^title\s*VARCHAR/,
-    /^price\s*BIGINT/,
+    /^price\s*BIGINT\s*Price in euros, VAT included\. Unit: EUR$/,
   ]);
+  await expectSidebarDictionary(page);
 
   const editor = page.getByLabel("SQL");
   await editor.fill("SELECT sku, price * 10 AS cents\nFROM prices\nWHERE price >= 76\nORDER BY sku");
@@ -156,6 +177,7 @@ test("a query on the Query page, its grid, its CSV and the history, desktop and 
   await page.getByLabel("SQL").fill('SELECT count(*)::INTEGER AS n FROM "prices@1"');
   await page.getByRole("button", { name: "Run query" }).click();
   await expect(page.getByTestId("result-table").locator("tbody tr")).toHaveText([/40/]);
+  await expectSidebarDictionary(page);
   await expectNoSidewaysScroll(page, "the Query page");
   await expectNoAxeViolations(page, "Query page, phone width");
   await screenshot(page, "query-page-phone");

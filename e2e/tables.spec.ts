@@ -2,7 +2,9 @@ import { promises as fs } from "node:fs";
 import { Readable } from "node:stream";
 import type { Download, Locator, Page } from "@playwright/test";
 import { db } from "../lib/db/client";
+import { formatDate } from "../lib/format";
 import { createShareLink } from "../lib/share-links";
+import { describeTable, setCadence } from "../lib/tables/dictionary";
 import { publishTable } from "../lib/tables/publish";
 import { buyer, order } from "../tests/helpers/fixtures";
 import { expect, expectNoAxeViolations, screenshot, signIn, test } from "./helpers";
@@ -22,11 +24,11 @@ function prices(week: number): string {
   return `sku,title,price\n${rows.join("\n")}\n`;
 }
 
-/** A buyer's delivered order with a keyed price table refreshed twice: three versions made by the server's worker. */
-async function buyerWithPriceTable(label: string) {
+/** A buyer's delivered order with a keyed price table of `weeks` versions (three by default) made by the server's worker. */
+async function buyerWithPriceTable(label: string, weeks = 3) {
   const account = await buyer(label);
   const delivered = await order(account.id, { name: `${label}: weekly prices`, status: "delivered" });
-  for (let week = 1; week <= 3; week++) {
+  for (let week = 1; week <= weeks; week++) {
     await publishTable({
       orderId: delivered.id,
       table: "prices",
@@ -40,9 +42,11 @@ async function buyerWithPriceTable(label: string) {
       where: { orderId: delivered.id, name: "prices" },
       select: { currentVersion: true, versions: { select: { changeFileId: true } } },
     });
-    if (table.currentVersion === 3 && table.versions.every((version) => version.changeFileId)) break;
+    if (table.currentVersion === weeks && table.versions.every((version) => version.changeFileId)) break;
     if (Date.now() > deadline) {
-      throw new Error(`The price table did not reach version 3 within 120 s: ${await workerStateOf(delivered.id)}`);
+      throw new Error(
+        `The price table did not reach version ${weeks} within 120 s: ${await workerStateOf(delivered.id)}`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
@@ -87,6 +91,10 @@ test("a buyer sees a table's versions, what each changed, previews it and its ch
   await expect(table.getByTestId("table-version")).toHaveText("3");
   await expect(table).toContainText("40"); // rows as of version 3
   await expect(table).toContainText("snapshot");
+  // A table nobody described or promised a cadence for says so, and its data contract downloads.
+  await expect(table.getByTestId("table-freshness")).toHaveText("No refresh cadence promised.");
+  await expect(table.getByTestId("table-description")).toHaveCount(0);
+  await expect(table.getByRole("link", { name: "Download the data contract of prices as YAML" })).toBeVisible();
   // The table lists its current part, which says whose part it is and downloads as itself and in other formats;
   // the older parts are in the history, and no plain file list repeats it.
   await expect(page.getByTestId("file-row")).toHaveText([/prices-week-3\.csv/]);
@@ -209,8 +217,107 @@ test("a share page shows each table's current version, without its history", asy
   const table = page.getByTestId("table-row").filter({ hasText: "prices" });
   await expect(table.getByTestId("table-version")).toHaveText("3");
   await expect(table.getByTestId("version-history")).toHaveCount(0);
+  // The data contract is the buyer's to download: a share page shows the freshness, not the contract.
+  await expect(table.getByTestId("table-freshness")).toHaveText("No refresh cadence promised.");
+  await expect(table.getByTestId("table-contract")).toHaveCount(0);
+  // Its address asks for a session: without one it sends to sign-in, back to the order page after.
+  const signedOut = await page.request.get(`/orders/${account.delivered.id}/tables/prices/contract`, {
+    maxRedirects: 0,
+  });
+  expect(signedOut.status()).toBe(302);
+  expect(signedOut.headers().location).toMatch(/\/signin\?callbackUrl=%2Forders%2Ford_/);
   await table.getByRole("button", { name: "Preview prices, version 3" }).click();
   const preview = page.getByRole("dialog", { name: "Preview of prices, version 3" });
   await expect(preview.getByTestId("preview-summary")).toHaveText("The first 20 of 40 rows.");
   await expectNoAxeViolations(page, "share page, table preview open");
+});
+
+test("a table's description, data dictionary, freshness, lateness and data contract, desktop and phone", async ({
+  page,
+}) => {
+  const account = await buyerWithPriceTable("e2e-table-promises", 1);
+  const orderId = account.delivered.id;
+  await describeTable(orderId, "prices", {
+    description: "Shelf prices of every listed product, refreshed each morning.",
+    columns: [{ name: "price", description: "Price in euros, VAT included.", unit: "EUR", example: "19.99" }],
+  });
+  await setCadence(orderId, "prices", { every: "1d" }); // grace: a quarter of it, 6 hours
+  const { id: tableId } = await db().orderTable.findFirstOrThrow({ where: { orderId, name: "prices" } });
+  const made = await db().tableVersion.findFirstOrThrow({ where: { tableId, version: 1 } });
+  const expectedBy = new Date(made.createdAt.getTime() + 30 * 3_600_000);
+
+  await signIn(page, account.email);
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 844 });
+    await page.goto(`/orders/${orderId}`);
+    const table = page.getByTestId("table-row").filter({ hasText: "prices" });
+    await expect(table.getByTestId("table-description")).toHaveText(
+      "Shelf prices of every listed product, refreshed each morning.",
+    );
+    await expect(table.getByTestId("table-freshness")).toHaveText(
+      `Refreshed every day (grace 6 hours); next version expected by ${formatDate(expectedBy)}.`,
+    );
+    await expect(table.getByTestId("table-freshness")).not.toHaveAttribute("data-late");
+    const dictionary = table.getByTestId("data-dictionary");
+    await dictionary.getByText("Data dictionary (3 columns, 1 described)").click();
+    const price = dictionary.getByTestId("dictionary-column").filter({ hasText: /^price/ });
+    await expect(price.getByTestId("column-description")).toHaveText("Price in euros, VAT included.");
+    await expect(price.getByTestId("column-unit")).toHaveText("Unit: EUR");
+    await expect(price).toContainText("Example: 19.99");
+    await expect(dictionary.getByTestId("dictionary-column").filter({ hasText: /^sku/ })).toContainText(
+      "Not described yet.",
+    );
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
+    await expectNoAxeViolations(page, `order page with a data dictionary open at ${width} px`);
+
+    // The contract downloads as an attachment named for the table: the ODCS document with its dictionary.
+    const [yaml] = await Promise.all([
+      page.waitForEvent("download"),
+      table.getByRole("link", { name: "Download the data contract of prices as YAML" }).click(),
+    ]);
+    expect(yaml.suggestedFilename()).toBe("prices.odcs.yaml");
+    const text = await fs.readFile((await yaml.path())!, "utf8");
+    expect(text.startsWith("apiVersion: v3.1.0\n")).toBe(true);
+    expect(text).toMatch(/^name: prices$/m);
+    expect(text).toContain("Price in euros, VAT included.");
+    const [json] = await Promise.all([
+      page.waitForEvent("download"),
+      table.getByRole("link", { name: "Download the data contract of prices as JSON" }).click(),
+    ]);
+    expect(json.suggestedFilename()).toBe("prices.odcs.json");
+    expect(JSON.parse(await fs.readFile((await json.path())!, "utf8"))).toMatchObject({ name: "prices" });
+    await screenshot(page, width === 390 ? "table-promises-phone" : "table-promises-desktop");
+  }
+
+  // Another buyer's table is no contract of this buyer's: the same 404 as any order not theirs.
+  const other = await buyer("e2e-table-promises-other");
+  const theirs = await order(other.id, { name: "Someone else's prices", status: "delivered" });
+  await db().orderTable.create({ data: { orderId: theirs.id, name: "prices" } });
+  for (const [address, said] of [
+    [`/orders/${theirs.id}/tables/prices/contract`, "No such order or table here."],
+    [`/orders/${orderId}/tables/nope/contract`, "No such order or table here."],
+    [`/orders/${orderId}/tables/prices/contract?format=xml`, "No such format here: ask for yaml or json."],
+  ] as const) {
+    const refused = await page.request.get(address);
+    expect(refused.status(), address).toBe(404);
+    expect(await refused.text()).toBe(said);
+  }
+
+  // A day and a half later with no new version the table is late: said in words, not by colour alone.
+  await db().tableVersion.update({
+    where: { tableId_version: { tableId, version: 1 } },
+    data: { createdAt: new Date(made.createdAt.getTime() - 2 * 86_400_000) },
+  });
+  const dueBefore = new Date(expectedBy.getTime() - 2 * 86_400_000);
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 844 });
+    await page.goto(`/orders/${orderId}`);
+    const freshness = page.getByTestId("table-row").filter({ hasText: "prices" }).getByTestId("table-freshness");
+    await expect(freshness).toHaveText(
+      `Late: the next version was expected by ${formatDate(dueBefore)} and has not come yet. Refreshed every day (grace 6 hours).`,
+    );
+    await expect(freshness).toHaveAttribute("data-late", "true");
+    await expectNoAxeViolations(page, `order page with a late table at ${width} px`);
+  }
+  await screenshot(page, "table-late-phone");
 });

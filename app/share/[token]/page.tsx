@@ -84,6 +84,7 @@ export default async function SharedOrderPage({
         loadPreview={(table) => sharedTablePreviewAction.bind(null, token, table)}
         filterRows={(table) => sharedFilterTableAction.bind(null, token, table)}
         history={false}
+        promises={order.tables}
       />
       <OrderFiles
         order={order}

@@ -121,6 +121,8 @@ export default async function OrderPage({
         loadChangesPreview={(fileId) => previewFileAction.bind(null, order.id, fileId)}
         history
         preparing={preparingRendition(query)}
+        promises={order.tables}
+        contractHref={(table) => `/orders/${order.id}/tables/${table}/contract`}
       />
       <OrderFiles
         order={order}

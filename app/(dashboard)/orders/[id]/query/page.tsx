@@ -7,7 +7,7 @@ import { AppError } from "@/lib/errors";
 import { pastQuery, queryHistory } from "@/lib/explore/history";
 import { browserOrderTables } from "@/lib/http/browser-explore";
 import { getOrder, orderPageDetails } from "@/lib/orders/queries";
-import { QueryConsole } from "./query-console";
+import { QueryConsole, type TableColumns } from "./query-console";
 
 export async function generateMetadata({ params }: { params: Promise<{ id: string }> }): Promise<Metadata> {
   const buyer = await currentBuyer().catch(() => undefined);
@@ -76,11 +76,27 @@ export default async function QueryPage({
       ) : (
         <QueryConsole
           orderId={order.id}
-          tables={tables.map((table) => ({ name: table.name, columns: table.columns }))}
+          tables={tables.map((table) => withDictionary(table, order.tables))}
           initialSql={initialSql}
           history={history}
         />
       )}
     </div>
   );
+}
+
+/** A table's columns for the sidebar with the data dictionary's description and unit (the API's Table's). */
+function withDictionary(
+  table: { name: string; columns: { name: string; type: string }[] },
+  described: Awaited<ReturnType<typeof getOrder>>["tables"],
+): TableColumns {
+  const api = described.find((entry) => entry.name === table.name);
+  return {
+    name: table.name,
+    description: api?.description ?? null,
+    columns: table.columns.map((column) => {
+      const doc = api?.columns?.find((entry) => entry.name === column.name);
+      return { ...column, description: doc?.description ?? null, unit: doc?.unit ?? null };
+    }),
+  };
 }

@@ -9,7 +9,12 @@ import { SQL_MAX_LENGTH, SQL_PAGE_LIMIT } from "@/lib/schemas/explore-limits";
 import { formatDate } from "@/lib/format";
 import { runQueryAction, type RunQueryResult } from "./actions";
 
-type TableColumns = { name: string; columns: { name: string; type: string }[] };
+/** A table of the sidebar: its columns with their types and, where the data dictionary has them, what they hold. */
+export type TableColumns = {
+  name: string;
+  description: string | null;
+  columns: { name: string; type: string; description: string | null; unit: string | null }[];
+};
 
 const LIMITS = [10, 100, SQL_PAGE_LIMIT];
 const count = (value: number) => value.toLocaleString("en-US");
@@ -182,11 +187,31 @@ function TablesAside({ tables }: { tables: TableColumns[] }) {
               <summary className="cursor-pointer px-3 py-1.5 font-mono text-sm font-medium break-all">
                 {table.name}
               </summary>
-              <ul className="space-y-0.5 px-3 pb-2 text-xs" aria-label={`Columns of ${table.name}`}>
+              {table.description && (
+                <p
+                  className="px-3 pb-1.5 text-xs break-words whitespace-pre-line text-slate-700"
+                  data-testid="query-table-description"
+                >
+                  {table.description}
+                </p>
+              )}
+              <ul className="space-y-1 px-3 pb-2 text-xs" aria-label={`Columns of ${table.name}`}>
                 {table.columns.map((column) => (
-                  <li key={column.name} className="flex justify-between gap-2 font-mono">
-                    <span className="break-all">{column.name}</span>
-                    <span className="shrink-0 text-slate-600">{column.type}</span>
+                  <li key={column.name} title={columnTitle(column)}>
+                    <span className="flex justify-between gap-2 font-mono">
+                      <span className="break-all">{column.name}</span>
+                      <span className="shrink-0 text-slate-600">{column.type}</span>
+                    </span>
+                    {(column.description || column.unit) && (
+                      <span className="block break-words text-slate-600" data-testid="query-column-description">
+                        {column.description}
+                        {column.unit && (
+                          <>
+                            {column.description ? " " : ""}Unit: {column.unit}
+                          </>
+                        )}
+                      </span>
+                    )}
                   </li>
                 ))}
               </ul>
@@ -247,4 +272,10 @@ function QueryHistory({
       )}
     </section>
   );
+}
+
+/** The column's hover text: its dictionary entry in one line (the same words are shown below its name). */
+function columnTitle(column: TableColumns["columns"][number]): string | undefined {
+  if (!column.description && !column.unit) return undefined;
+  return [column.description, column.unit && `Unit: ${column.unit}`].filter(Boolean).join(" · ");
 }
