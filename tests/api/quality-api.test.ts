@@ -133,8 +133,12 @@ describe("Version quality", () => {
     expect(messages).toHaveLength(3);
     for (const [index, { payload }] of messages.entries()) {
       const { data } = JSON.parse(payload) as { data: Record<string, unknown> };
-      const { order_id, table, ...version } = data;
-      expect({ order_id, table }).toEqual({ order_id: fixtures.orderId, table: "products" });
+      const { order_id, table, freshness, ...version } = data;
+      expect({ order_id, table, freshness }).toEqual({
+        order_id: fixtures.orderId,
+        table: "products",
+        freshness: null,
+      });
       // Each was announced as it was made: before this test stored any quality.
       expect(versionSchema.strict().parse(version)).toMatchObject({
         version: index + 1,

@@ -374,8 +374,9 @@ describe("fair shares", { timeout: 300_000 }, () => {
     const small = { where: "id = 1", columns: "id" };
     expect((await subset(light.orderId, small, { key: light.key })).status).toBe(202);
 
+    // One subset loop (one engine process), so the order the worker takes them in is its turns alone.
     await server.stop();
-    server = await startServer(serverEnv());
+    server = await startServer(serverEnv({ DATASET_ENGINE_PROCESSES: "1" }));
     for (const query of queued) await ready(heavy.orderId, query, { key: heavy.key });
     await ready(light.orderId, small, { key: light.key });
     const started = (rows: { startedAt: Date | null }[]) => rows.map((row) => row.startedAt!.getTime()).sort();
